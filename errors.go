@@ -1,0 +1,96 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// Sentinel errors. Match them with errors.Is; a give-up wraps them in a
+// *GiveUpError that carries the details.
+var (
+	// ErrIntentConflict: Begin was called with the name of an existing
+	// intent but a different payload. A correction is a new intent.
+	ErrIntentConflict = errors.New("idem: an intent with this name exists with a different payload")
+	// ErrKeyReused: the server answered 422 /key-reused: the key was used
+	// for another payload. Never retried.
+	ErrKeyReused = errors.New("idem: server reports the idempotency key was reused for another payload")
+	// ErrOutcomeUnknown: retries ran out while the request may have taken
+	// effect. The intent stays pending and can be resumed with its key.
+	ErrOutcomeUnknown = errors.New("idem: outcome unknown; the intent stays pending and can be resumed")
+	// ErrKeyExpired: the intent is older than the server's retention, so
+	// the server may have forgotten its key; resending could duplicate the
+	// effect. Reconcile it by hand.
+	ErrKeyExpired = errors.New("idem: intent is older than the server's key retention; not resent, reconcile it")
+	// ErrBudgetExhausted: the client's retry budget is empty, so the call
+	// stopped retrying to avoid multiplying load on a failing server.
+	ErrBudgetExhausted = errors.New("idem: retry budget exhausted")
+	// ErrFinalFailure: the server gave a final non-2xx answer (a 4xx other
+	// than 409 in-progress and 422 key-reused, 501, 505).
+	ErrFinalFailure = errors.New("idem: final failure response")
+	// ErrRetriesExhausted: every attempt allowed was made without a final
+	// answer.
+	ErrRetriesExhausted = errors.New("idem: retries exhausted")
+	// ErrWaitBeyondDeadline: the next wait (backoff or Retry-After) would
+	// outlive the context deadline, so it was not started.
+	ErrWaitBeyondDeadline = errors.New("idem: next retry would outlive the context deadline")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("idem: client closed")
+	// ErrLocked: another process holds the keystore. It is
+	// keystore.ErrLocked, repeated here so callers need one import.
+	ErrLocked = keystore.ErrLocked
+)
+
+// GiveUpError is what a call that stopped without a successful answer
+// returns. Reason is one of the sentinels above (or a context error);
+// errors.Is matches Reason and LastErr, errors.As finds the details.
+type GiveUpError struct {
+	// Reason says why the call stopped.
+	Reason error
+	// Attempts is the number of attempts this call made.
+	Attempts int
+	// LastStatus is the last HTTP status seen, 0 if none.
+	LastStatus int
+	// LastErr is the last transport error, nil if none.
+	LastErr error
+	// RetryAfter is the last Retry-After hint the server gave, 0 if none.
+	RetryAfter time.Duration
+	// Key is the intent's idempotency key, "" for ephemeral calls.
+	Key string
+}
+
+// Error describes the give-up in one line.
+func (e *GiveUpError) Error() string {
+	var b strings.Builder
+	b.WriteString("idem: gave up")
+	if e.Reason != nil {
+		fmt.Fprintf(&b, ": %v", strings.TrimPrefix(e.Reason.Error(), "idem: "))
+	}
+	fmt.Fprintf(&b, " (attempts=%d", e.Attempts)
+	if e.LastStatus != 0 {
+		fmt.Fprintf(&b, ", last status=%d", e.LastStatus)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, ", retry-after=%s", e.RetryAfter)
+	}
+	b.WriteString(")")
+	if e.LastErr != nil {
+		fmt.Fprintf(&b, ": %v", e.LastErr)
+	}
+	return b.String()
+}
+
+// Unwrap returns Reason and LastErr, so errors.Is sees both.
+func (e *GiveUpError) Unwrap() []error {
+	var errs []error
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	if e.LastErr != nil {
+		errs = append(errs, e.LastErr)
+	}
+	return errs
+}

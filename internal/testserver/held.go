@@ -1,0 +1,43 @@
+package testserver
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Held is the reservation the idempotency layer holds for the request being
+// handled. A handler that makes an effect through the Store passes
+// Completion(resp) to CreatePayment/CreateOperation so the effect and the
+// key's completion commit together, then calls MarkCompleted so the layer
+// does not complete the key a second time.
+type Held struct {
+	Reservation Reservation
+	Retention   time.Duration
+	completed   atomic.Bool
+}
+
+// Completion returns the completion that stores resp for this reservation.
+func (h *Held) Completion(resp Response) *Completion {
+	return &Completion{Reservation: h.Reservation, Response: resp, Retention: h.Retention}
+}
+
+// MarkCompleted records that the handler completed the key itself.
+func (h *Held) MarkCompleted() { h.completed.Store(true) }
+
+// Completed reports whether the handler completed the key itself.
+func (h *Held) Completed() bool { return h.completed.Load() }
+
+type heldKey struct{}
+
+// WithHeld returns ctx carrying h.
+func WithHeld(ctx context.Context, h *Held) context.Context {
+	return context.WithValue(ctx, heldKey{}, h)
+}
+
+// HeldFrom returns the reservation the idempotency layer holds for this
+// request, if any.
+func HeldFrom(ctx context.Context) (*Held, bool) {
+	h, ok := ctx.Value(heldKey{}).(*Held)
+	return h, ok
+}

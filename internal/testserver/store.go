@@ -1,0 +1,152 @@
+package testserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Errors a Store returns. Callers match them with errors.Is.
+var (
+	// ErrFenced means the caller's fencing token no longer owns the key:
+	// its lease expired and another request took the key over, or the key
+	// was completed or released already. Nothing was written.
+	ErrFenced = errors.New("testserver: fencing token does not own the key")
+	// ErrNotFound means the payment or operation does not exist for the
+	// principal that asked.
+	ErrNotFound = errors.New("testserver: not found")
+)
+
+// Scope names who owns an idempotency key: the principal (the bearer
+// token), the method and the route. The same key in two scopes names two
+// unrelated intents.
+type Scope struct {
+	Principal string
+	Method    string
+	Route     string
+}
+
+// RecordState is the life stage of an idempotency record.
+type RecordState string
+
+const (
+	// StateReserved: a request owns the key and its handler may be running.
+	StateReserved RecordState = "reserved"
+	// StateCompleted: the handler finished and its response is stored.
+	StateCompleted RecordState = "completed"
+)
+
+// Response is what the idempotency layer stores and replays.
+type Response struct {
+	Status int
+	// Header holds only the headers a client needs on a replay
+	// (Content-Type, Location and the ones the handler marks).
+	Header http.Header
+	// Body is replayed byte for byte.
+	Body []byte
+	// ResourceID is the id of the resource the request created, if any.
+	ResourceID string
+}
+
+// Record is one idempotency key in one scope, as the store holds it.
+type Record struct {
+	Scope       Scope
+	Key         string
+	Fingerprint string
+	State       RecordState
+	// Token is the fencing token of the current owner while reserved.
+	Token string
+	// LeaseExpires is when a reservation may be taken over.
+	LeaseExpires time.Time
+	// Response is set once the record is completed.
+	Response  *Response
+	CreatedAt time.Time
+	// ExpiresAt is the end of the retention window of a completed record;
+	// after it the key is treated as new.
+	ExpiresAt time.Time
+}
+
+// Reservation is proof that a request owns (scope, key) under a fencing
+// token. Completing or releasing it is a compare-and-set on Token.
+type Reservation struct {
+	Scope       Scope
+	Key         string
+	Fingerprint string
+	Token       string
+}
+
+// Completion asks a store to complete a reservation in the same atomic
+// step as an effect (a payment or an operation), so a crash can never keep
+// one without the other.
+type Completion struct {
+	Reservation Reservation
+	Response    Response
+	// Retention is how long the completed record is kept.
+	Retention time.Duration
+}
+
+// Payment is one payment created through POST /v1/payments.
+type Payment struct {
+	ID        string    `json:"id"`
+	Principal string    `json:"-"`
+	Amount    int64     `json:"amount"`
+	Currency  string    `json:"currency"`
+	Reference string    `json:"reference,omitempty"`
+	Status    string    `json:"status"`
+	Created   time.Time `json:"created"`
+}
+
+// Operation is the asynchronous operation a payout creates; it settles at
+// SettleAt.
+type Operation struct {
+	ID        string    `json:"id"`
+	Principal string    `json:"-"`
+	Kind      string    `json:"kind"`
+	Amount    int64     `json:"amount"`
+	Currency  string    `json:"currency"`
+	Reference string    `json:"reference,omitempty"`
+	Created   time.Time `json:"created"`
+	SettleAt  time.Time `json:"-"`
+}
+
+// Store keeps idempotency records and the payments API's data. Every method
+// is safe for concurrent use. Implementations must make Reserve an atomic
+// create-if-absent (never check-then-insert) and make Complete, Release and
+// the Completion of CreatePayment/CreateOperation a compare-and-set on the
+// fencing token. Times are read from the store's own clock.
+type Store interface {
+	// Reserve tries to take (scope, key). It succeeds, returning a
+	// reservation with a fresh random token, when no record exists, when
+	// the existing reservation's lease has expired (takeover), or when the
+	// completed record is past its retention. Otherwise it returns the
+	// existing record and a nil reservation.
+	Reserve(ctx context.Context, scope Scope, key, fingerprint string, lease time.Duration) (*Reservation, *Record, error)
+	// Complete stores resp as the final answer for the reservation.
+	// ErrFenced when the token no longer owns the key.
+	Complete(ctx context.Context, c Completion) error
+	// Release frees the key so a retry runs again. ErrFenced when the
+	// token no longer owns the key.
+	Release(ctx context.Context, r Reservation) error
+	// Sweep deletes up to limit completed records past their retention
+	// and returns how many it deleted.
+	Sweep(ctx context.Context, limit int) (int, error)
+
+	// CreatePayment inserts p; with c non-nil it completes c's reservation
+	// in the same atomic step, and writes nothing if that fails.
+	CreatePayment(ctx context.Context, p Payment, c *Completion) error
+	// GetPayment returns the principal's payment, or ErrNotFound.
+	GetPayment(ctx context.Context, principal, id string) (Payment, error)
+	// ListPayments returns the principal's payments, newest first.
+	ListPayments(ctx context.Context, principal string) ([]Payment, error)
+	// CountPayments returns the number of payments of every principal.
+	CountPayments(ctx context.Context) (int, error)
+
+	// CreateOperation inserts op, completing c like CreatePayment.
+	CreateOperation(ctx context.Context, op Operation, c *Completion) error
+	// GetOperation returns the principal's operation, or ErrNotFound.
+	GetOperation(ctx context.Context, principal, id string) (Operation, error)
+
+	// Close releases the store's resources.
+	Close() error
+}

@@ -1,0 +1,119 @@
+// Package keystore is where idem's intents live between attempts and across
+// restarts: one Record per intent, keyed by its idempotency key, written
+// durably before the first byte of the request leaves.
+//
+// Implementations: Bolt (OpenBolt; the default for a process that must
+// survive a restart, embedded, durable on return) and Memory (NewMemory;
+// tests and processes that need no persistence).
+package keystore
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// State is the life stage of an intent.
+type State string
+
+const (
+	// Pending: created, not yet final. Resumable with the same key.
+	Pending State = "pending"
+	// Succeeded: a 2xx answer (also a replay) is stored.
+	Succeeded State = "succeeded"
+	// Accepted: the server answered 202 and the operation was not polled
+	// to a final state; the 202 is stored.
+	Accepted State = "accepted"
+	// Failed: a final non-2xx answer (or a final error) is stored.
+	Failed State = "failed"
+	// Expired: older than the server's retention while still unresolved;
+	// never resent, reported for reconciliation.
+	Expired State = "expired"
+)
+
+// Final reports whether s will never be sent again.
+func (s State) Final() bool { return s != Pending }
+
+// Response is a final answer stored with its intent.
+type Response struct {
+	Status int         `json:"status"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+}
+
+// Record is one intent as a Store holds it. Secret headers are never part
+// of a Record.
+type Record struct {
+	Key         string      `json:"key"`
+	Name        string      `json:"name,omitempty"`
+	Method      string      `json:"method"`
+	URL         string      `json:"url"`
+	Header      http.Header `json:"header,omitempty"`
+	Body        []byte      `json:"body,omitempty"`
+	Fingerprint string      `json:"fingerprint"`
+	State       State       `json:"state"`
+	CreatedAt   time.Time   `json:"created_at"`
+	UpdatedAt   time.Time   `json:"updated_at"`
+	// Attempts counts attempts over the intent's whole life.
+	Attempts int `json:"attempts"`
+	// Response is the final (or 202) answer, once there is one.
+	Response *Response `json:"response,omitempty"`
+	// Operation is the Location of a 202's operation.
+	Operation string `json:"operation,omitempty"`
+	// LastError describes the last failure, for reports.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Clone returns a deep copy, so callers never share maps or slices with a
+// store.
+func (r *Record) Clone() *Record {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Header = r.Header.Clone()
+	c.Body = append([]byte(nil), r.Body...)
+	if r.Body == nil {
+		c.Body = nil
+	}
+	if r.Response != nil {
+		resp := *r.Response
+		resp.Header = r.Response.Header.Clone()
+		if r.Response.Body != nil {
+			resp.Body = append([]byte(nil), r.Response.Body...)
+		}
+		c.Response = &resp
+	}
+	return &c
+}
+
+// Filter selects records for List. Zero fields match everything.
+type Filter struct {
+	// States, when non-empty, keeps only records in one of these states.
+	States []State
+	// CreatedBefore, when non-zero, keeps only records created before it.
+	CreatedBefore time.Time
+}
+
+// Store keeps intents. Every method is safe for concurrent use and every
+// write is durable when it returns (for stores that persist at all).
+type Store interface {
+	// Create stores r unless r.Name is non-empty and a record with that
+	// name exists: then it returns the existing record and created=false,
+	// writing nothing. A duplicate Key is an error.
+	Create(ctx context.Context, r *Record) (existing *Record, created bool, err error)
+	// Get returns the record with this key, or ErrNotFound.
+	Get(ctx context.Context, key string) (*Record, error)
+	// GetByName returns the record with this name, or ErrNotFound.
+	GetByName(ctx context.Context, name string) (*Record, error)
+	// Update replaces the stored record with r.Key; ErrNotFound if absent.
+	Update(ctx context.Context, r *Record) error
+	// List returns the records matching f, oldest first.
+	List(ctx context.Context, f Filter) ([]*Record, error)
+	// Purge deletes final records (Succeeded, Accepted, Failed, Expired)
+	// whose UpdatedAt is before olderThan and returns how many it deleted.
+	// Pending records are never purged.
+	Purge(ctx context.Context, olderThan time.Time) (int, error)
+	// Close releases the store; later calls fail with ErrClosed.
+	Close() error
+}
