@@ -60,6 +60,11 @@ type GiveUpError struct {
 	RetryAfter time.Duration
 	// Key is the intent's idempotency key, "" for ephemeral calls.
 	Key string
+	// OutcomeUnknown is set when some attempt may have taken effect on the
+	// server without the client learning the answer. errors.Is(err,
+	// ErrOutcomeUnknown) is then true whatever the Reason; the intent stays
+	// pending and a resume with the same key settles it.
+	OutcomeUnknown bool
 }
 
 // Error describes the give-up in one line.
@@ -88,6 +93,9 @@ func (e *GiveUpError) Unwrap() []error {
 	var errs []error
 	if e.Reason != nil {
 		errs = append(errs, e.Reason)
+	}
+	if e.OutcomeUnknown && e.Reason != ErrOutcomeUnknown {
+		errs = append(errs, ErrOutcomeUnknown)
 	}
 	if e.LastErr != nil {
 		errs = append(errs, e.LastErr)

@@ -120,7 +120,9 @@ type Store interface {
 	// reservation with a fresh random token, when no record exists, when
 	// the existing reservation's lease has expired (takeover), or when the
 	// completed record is past its retention. Otherwise it returns the
-	// existing record and a nil reservation.
+	// existing record and a nil reservation. An expired lease is taken
+	// over only by the same fingerprint: another payload under the key is
+	// a reused key, so the record is returned instead.
 	Reserve(ctx context.Context, scope Scope, key, fingerprint string, lease time.Duration) (*Reservation, *Record, error)
 	// Complete stores resp as the final answer for the reservation.
 	// ErrFenced when the token no longer owns the key.

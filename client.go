@@ -1,0 +1,207 @@
+package idem
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-cleanhttp"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// Client sends intents: it owns a keystore, an HTTP connection pool and a
+// retry policy. It is safe for concurrent use. Build it with New and
+// release it with Close.
+type Client struct {
+	cfg    config
+	store  keystore.Store
+	log    *slog.Logger
+	sender *http.Client // the shared pool, shielded from CloseIdleConnections
+
+	locks   keyLocks
+	secrets secretVault
+	closed  atomic.Bool
+}
+
+// New builds a Client. Without options it keeps intents in memory; pass
+// WithStore(keystore.OpenBolt(...)) for intents that survive a restart.
+//
+// Ownership: the Client closes the store it was given when it is closed,
+// also when New fails because of another option.
+func New(opts ...Option) (*Client, error) {
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&cfg); err != nil {
+			if cfg.store != nil {
+				_ = cfg.store.Close()
+			}
+			return nil, err
+		}
+	}
+	if cfg.store == nil {
+		cfg.store = keystore.NewMemory()
+	}
+	if cfg.httpClient == nil {
+		cfg.httpClient = cleanhttp.DefaultPooledClient()
+		cfg.httpClient.Timeout = DefaultAttemptTimeout
+		cfg.ownHTTPClient = true
+	}
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{
+		cfg:    cfg,
+		store:  cfg.store,
+		log:    log,
+		sender: shieldedClient(cfg.httpClient),
+	}, nil
+}
+
+// Close closes the keystore and, when the Client built its own HTTP
+// client, its idle connections. Calls in flight may fail with ErrClosed or
+// the store's error; later calls fail with ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.cfg.ownHTTPClient {
+		c.cfg.httpClient.CloseIdleConnections()
+	}
+	if err := c.store.Close(); err != nil {
+		return fmt.Errorf("idem: closing keystore: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) checkOpen() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// keyHash is what logs and error messages show instead of a raw key.
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:4])
+}
+
+// NewKeyV4 returns a random (version 4) UUID from crypto/rand. It is the
+// default key generator.
+func NewKeyV4() (string, error) {
+	u, err := uuid.NewRandom()
+	if err != nil {
+		return "", fmt.Errorf("idem: generating key: %w", err)
+	}
+	return u.String(), nil
+}
+
+// NewKeyV7 returns a time-ordered (version 7) UUID whose low bits come
+// from crypto/rand; use it with WithKeyGenerator when keys should sort by
+// creation time.
+func NewKeyV7() (string, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("idem: generating key: %w", err)
+	}
+	return u.String(), nil
+}
+
+// validKey reports whether k is 1–255 visible ASCII characters, as the
+// protocol demands.
+func validKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// keyLocks serialises Do calls on one key within this process, so
+// concurrent calls send once: the waiter sees what the first stored.
+type keyLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	ch   chan struct{} // holds one token while the key is locked
+	refs int
+}
+
+// lock waits for the key's lock or ctx, and returns the unlock function.
+func (l *keyLocks) lock(ctx context.Context, key string) (func(), error) {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = make(map[string]*keyLock)
+	}
+	kl := l.locks[key]
+	if kl == nil {
+		kl = &keyLock{ch: make(chan struct{}, 1)}
+		l.locks[key] = kl
+	}
+	kl.refs++
+	l.mu.Unlock()
+
+	release := func() {
+		l.mu.Lock()
+		kl.refs--
+		if kl.refs == 0 {
+			delete(l.locks, key)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case kl.ch <- struct{}{}:
+		return func() { <-kl.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}
+
+// secretVault keeps secret headers in memory, per key, for this process.
+type secretVault struct {
+	mu sync.Mutex
+	m  map[string]http.Header
+}
+
+func (v *secretVault) put(key string, h http.Header) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(h) == 0 {
+		delete(v.m, key)
+		return
+	}
+	if v.m == nil {
+		v.m = make(map[string]http.Header)
+	}
+	v.m[key] = h.Clone()
+}
+
+func (v *secretVault) get(key string) http.Header {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[key].Clone()
+}
+
+func (v *secretVault) forget(key string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, key)
+}

@@ -1,0 +1,153 @@
+package idem
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/keystore"
+)
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	t.Parallel()
+	bad := map[string]Option{
+		"store":      WithStore(nil),
+		"http":       WithHTTPClient(nil),
+		"attempts":   WithMaxAttempts(0),
+		"backoff":    WithBackoff(time.Second, time.Millisecond),
+		"policy":     WithBackoffPolicy(nil),
+		"ceiling":    WithRetryAfterCeiling(0),
+		"retention":  WithRetention(-time.Hour),
+		"secret":     WithSecretHeaders(""),
+		"keygen":     WithKeyGenerator(nil),
+		"polling":    WithPolling(0, time.Second),
+		"bolt: path": WithBoltStore("", nil),
+	}
+	for name, opt := range bad {
+		c, err := New(opt)
+		assert.Error(t, err, name)
+		assert.Nil(t, c, name)
+	}
+}
+
+func TestNewClosesTheGivenStoreWhenAnOptionFails(t *testing.T) {
+	t.Parallel()
+	store := keystore.NewMemory()
+	_, err := New(WithStore(store), WithMaxAttempts(-1))
+	require.Error(t, err)
+	_, err = store.Get(context.Background(), "k")
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+}
+
+func TestKeyGenerators(t *testing.T) {
+	t.Parallel()
+	for _, gen := range []func() (string, error){NewKeyV4, NewKeyV7} {
+		a, err := gen()
+		require.NoError(t, err)
+		b, err := gen()
+		require.NoError(t, err)
+		assert.NotEqual(t, a, b)
+		assert.True(t, validKey(a))
+	}
+	assert.False(t, validKey(""))
+	assert.False(t, validKey(strings.Repeat("a", 256)))
+	assert.False(t, validKey("a b"))
+	assert.True(t, validKey(strings.Repeat("~", 255)))
+}
+
+func TestLogsNeverCarryKeysOrBodies(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newTestClient(t, WithLogger(logger))
+
+	srv.FailNext(1, http.StatusServiceUnavailable, 0)
+	in := begin(t, c, "", paymentRequest(t, srv.URL, 4242, "body-marker"))
+	_, err := c.Do(context.Background(), in)
+	require.NoError(t, err)
+	out := logs.String()
+	assert.Contains(t, out, keyHash(in.Key), "logs name the key by its hash")
+	assert.NotContains(t, out, in.Key)
+	assert.NotContains(t, out, "body-marker")
+	assert.NotContains(t, out, testToken)
+}
+
+func TestSharedPoolSurvivesGiveUps(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	tr := &countingTransport{rt: http.DefaultTransport.(*http.Transport).Clone()}
+	c := newTestClient(t, WithHTTPClient(&http.Client{Transport: tr}), WithMaxAttempts(1))
+	srv.FailNext(1, http.StatusServiceUnavailable, 0)
+	in := begin(t, c, "", paymentRequest(t, srv.URL, 1, "pool"))
+	_, err := c.Do(context.Background(), in)
+	require.ErrorIs(t, err, ErrRetriesExhausted)
+	assert.Zero(t, tr.closeIdle, "a give-up must not close the shared pool's connections")
+}
+
+type countingTransport struct {
+	rt        http.RoundTripper
+	closeIdle int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return c.rt.RoundTrip(r)
+}
+func (c *countingTransport) CloseIdleConnections() { c.closeIdle++ }
+
+const envLockHolder = "IDEM_TEST_LOCK_HOLDER"
+
+// TestLockHolderChild holds a keystore open until its stdin closes.
+func TestLockHolderChild(t *testing.T) {
+	path := os.Getenv(envLockHolder)
+	if path == "" {
+		t.Skip("runs only as the child of TestSecondProcessGetsErrLocked")
+	}
+	c, err := New(WithBoltStore(path, nil))
+	require.NoError(t, err)
+	defer c.Close()
+	os.Stdout.WriteString("holding\n")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+func TestSecondProcessGetsErrLocked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderChild$")
+	cmd.Env = append(os.Environ(), envLockHolder+"="+path)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "holding\n", line)
+
+	c, err := New(WithBoltStore(path, &keystore.BoltOptions{Timeout: 100 * time.Millisecond}))
+	assert.Nil(t, c)
+	assert.True(t, errors.Is(err, ErrLocked), "got %v", err)
+
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait())
+	c, err = New(WithBoltStore(path, nil))
+	require.NoError(t, err, "free once the holder is gone")
+	require.NoError(t, c.Close())
+}

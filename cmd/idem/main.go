@@ -1,0 +1,20 @@
+// Command idem is the command-line face of the idem SDK: it runs the
+// reference server (serve), checks any server against the idempotency
+// protocol (check), and manages a client keystore.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand(os.Getenv).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		os.Exit(1) // cobra has printed the error
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// adminTokenEnv names the environment variable that carries the admin
+// token, so it need not appear in the process list.
+const adminTokenEnv = "IDEM_ADMIN_TOKEN"
+
+// supportedStores are the values --store accepts.
+var supportedStores = []string{"memory"}
+
+// serveFlags are the flags of `idem serve`.
+type serveFlags struct {
+	addr            string
+	store           string
+	retention       time.Duration
+	lease           time.Duration
+	payoutDelay     time.Duration
+	store5xx        bool
+	adminToken      string
+	logLevel        string
+	shutdownTimeout time.Duration
+
+	failNext       int
+	failStatus     int
+	failRetryAfter time.Duration
+	loseNext       int
+	resetNext      int
+	handlerDelay   time.Duration
+}
+
+// newServeCommand returns `idem serve`: the reference server.
+func newServeCommand(getenv func(string) string) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the reference payments server behind the idempotency protocol",
+		Long: `Serve runs the reference server: a payments API whose POST routes require an
+Idempotency-Key and follow the idempotency protocol.
+
+  POST /v1/payments         {"amount":1000,"currency":"EUR","reference":"…"} → 201
+  GET  /v1/payments/{id}    GET /v1/payments
+  POST /v1/payouts          → 202, poll Location: /v1/operations/{id}
+
+"Authorization: Bearer <token>" names the principal. Faults can be armed at
+start with the --fail-next, --lose-next, --reset-next and --handler-delay flags,
+and at run time through /admin/faults when an admin token is set (--admin-token
+or ` + adminTokenEnv + `). SIGINT or SIGTERM drains requests and exits.`,
+		Example: `  idem serve
+  idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
+  IDEM_ADMIN_TOKEN=secret idem serve --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.adminToken == "" {
+				f.adminToken = getenv(adminTokenEnv)
+			}
+			return runServe(cmd.Context(), cmd.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	fl.StringVar(&f.store, "store", "memory", "where keys and payments live: "+strings.Join(supportedStores, ", "))
+	fl.DurationVar(&f.retention, "retention", testserver.DefaultRetention, "how long completed keys are replayed")
+	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
+	fl.DurationVar(&f.payoutDelay, "payout-delay", testserver.DefaultPayoutDelay, "how long a payout stays pending")
+	fl.BoolVar(&f.store5xx, "store-5xx", false, "store 5xx answers as final instead of freeing the key")
+	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token enabling /admin/faults (default $"+adminTokenEnv+"; empty disables it)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests on SIGINT/SIGTERM")
+	fl.IntVar(&f.failNext, "fail-next", 0, "answer the next N POST requests with --fail-status before executing them")
+	fl.IntVar(&f.failStatus, "fail-status", testserver.DefaultFailStatus, "status of --fail-next answers (400-599)")
+	fl.DurationVar(&f.failRetryAfter, "fail-retry-after", 0, "Retry-After of --fail-next answers (0: none)")
+	fl.IntVar(&f.loseNext, "lose-next", 0, "execute the next N POST requests, then drop the connection without answering")
+	fl.IntVar(&f.resetNext, "reset-next", 0, "reset the connection of the next N POST requests before executing them")
+	fl.DurationVar(&f.handlerDelay, "handler-delay", 0, "hold every POST request this long after its key is reserved")
+	return cmd
+}
+
+// validate checks what the flag parser cannot.
+func (f serveFlags) validate() error {
+	var errs []error
+	if !slices.Contains(supportedStores, f.store) {
+		errs = append(errs, fmt.Errorf("unsupported --store %q (supported: %s)", f.store, strings.Join(supportedStores, ", ")))
+	}
+	for name, n := range map[string]int{"--fail-next": f.failNext, "--lose-next": f.loseNext, "--reset-next": f.resetNext} {
+		if n < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", name, n))
+		}
+	}
+	if f.failStatus < 400 || f.failStatus > 599 {
+		errs = append(errs, fmt.Errorf("--fail-status must be 400-599, got %d", f.failStatus))
+	}
+	for name, d := range map[string]time.Duration{
+		"--fail-retry-after": f.failRetryAfter, "--handler-delay": f.handlerDelay, "--shutdown-timeout": f.shutdownTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", name, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseLogLevel reads debug, info, warn or error.
+func parseLogLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("invalid --log-level %q (want debug, info, warn or error)", s)
+	}
+	return level, nil
+}
+
+// runServe listens, serves until ctx ends, then drains requests for at
+// most the shutdown timeout.
+func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	level, err := parseLogLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	srv, err := testserver.New(
+		testserver.WithServerRetention(f.retention),
+		testserver.WithServerLease(f.lease),
+		testserver.WithPayoutDelay(f.payoutDelay),
+		testserver.WithServerStore5xx(f.store5xx),
+		testserver.WithAdminToken(f.adminToken),
+		testserver.WithServerLogger(logger),
+	)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	armFaults(srv.Faults(), f)
+
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", f.addr, err)
+	}
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "store", f.store,
+		"retention", f.retention, "admin", f.adminToken != "")
+
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "drain_timeout", f.shutdownTimeout)
+	return drain(httpServer, f.shutdownTimeout, logger)
+}
+
+// drain stops accepting connections and waits for in-flight requests;
+// past the timeout it closes the rest.
+func drain(httpServer *http.Server, timeout time.Duration, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := httpServer.Shutdown(ctx); err != nil {
+		_ = httpServer.Close()
+		return fmt.Errorf("requests still running after %v were cut off: %w", timeout, err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// armFaults applies the fault flags.
+func armFaults(faults *testserver.Faults, f serveFlags) {
+	if f.failNext > 0 {
+		faults.FailNext(f.failNext, f.failStatus, f.failRetryAfter)
+	}
+	faults.LoseNextResponses(f.loseNext)
+	faults.ResetNext(f.resetNext)
+	faults.SetHandlerDelay(f.handlerDelay)
+}

@@ -1,0 +1,235 @@
+package idem
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// Do settles the intent. What it does depends on the intent's state in the
+// keystore (in is refreshed from it when Do returns):
+//
+//   - Succeeded or Failed: the stored answer is replayed locally, without
+//     the network (IsReplay is true); a Failed intent also returns its
+//     error again.
+//   - Expired, or Pending but older than the retention (WithRetention):
+//     nothing is sent; the error matches ErrKeyExpired.
+//   - Accepted: the 202's operation is polled again; never resent.
+//   - Pending: the request is sent with its key, retried as the policy
+//     allows, and the answer stored.
+//
+// Answers: a 2xx returns the response with nil error and the intent
+// Succeeded. A 202 with Location is polled until the operation is final
+// (then Succeeded, and the response is the operation's final document)
+// or until the polling bound (then Accepted, and the response is the 202
+// with nil error). A 422 /key-reused returns the response and an error
+// matching ErrKeyReused; another final 4xx, 501 or 505 the response and
+// ErrFinalFailure; the intent is then Failed.
+//
+// When Do gives up (attempts, budget, a wait beyond ctx's deadline, ctx
+// itself) the intent stays Pending, resumable with the same key, and the
+// error is a *GiveUpError; errors.Is(err, ErrOutcomeUnknown) when an
+// attempt may have taken effect. The last response, if any, comes back
+// with the error. Every response Do returns has its body in memory, so
+// closing it is optional.
+//
+// Concurrent Do calls on one intent send once: the later call waits and
+// replays what the first stored (or sends, if the first left it Pending).
+func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	if in == nil || in.Key == "" {
+		return nil, errors.New("idem: Do: nil intent or intent without key")
+	}
+	unlock, err := c.locks.lock(ctx, in.Key)
+	if err != nil {
+		return nil, &GiveUpError{Reason: err, Key: in.Key}
+	}
+	defer unlock()
+	rec, err := c.store.Get(ctx, in.Key)
+	if err != nil {
+		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
+	}
+	resp, err := c.settleRecord(ctx, rec)
+	in.refresh(rec)
+	return resp, err
+}
+
+// settleRecord does what Do documents for rec's state; rec is updated in
+// place to what was stored.
+func (c *Client) settleRecord(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
+	switch rec.State {
+	case Succeeded:
+		return c.localReplay(rec), nil
+	case Failed:
+		return c.localReplay(rec), c.failedError(rec)
+	case Expired:
+		return nil, &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key}
+	case Accepted:
+		return c.poll(ctx, rec, false)
+	case Pending:
+	default:
+		return nil, fmt.Errorf("idem: intent (key hash %s) has unknown state %q", keyHash(rec.Key), rec.State)
+	}
+	if age := c.cfg.now().Sub(rec.CreatedAt); age > c.cfg.retention {
+		return nil, c.expire(ctx, rec)
+	}
+	return c.sendPending(ctx, rec)
+}
+
+// expire marks a pending intent Expired: the server may have forgotten its
+// key, so a resend could duplicate the effect.
+func (c *Client) expire(ctx context.Context, rec *keystore.Record) error {
+	rec.State = Expired
+	rec.UpdatedAt = c.cfg.now()
+	rec.LastError = fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention)
+	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key}
+	c.secrets.forget(rec.Key)
+	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
+	if err := c.store.Update(ctx, rec); err != nil {
+		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
+	}
+	return ge
+}
+
+// sendPending sends a Pending intent and stores what came of it.
+func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
+	}
+	req.Header = rec.Header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	for name, values := range c.secrets.get(rec.Key) {
+		req.Header[name] = values
+	}
+	res := c.send(ctx, &call{
+		req:    req,
+		body:   rec.Body,
+		key:    rec.Key,
+		keyed:  true,
+		logKey: keyHash(rec.Key),
+		client: c.sender,
+	})
+	rec.Attempts += res.attempts
+	rec.UpdatedAt = c.cfg.now()
+	if res.stop != nil {
+		return c.stayPending(ctx, rec, res)
+	}
+
+	stored, truncated, err := capture(res.resp)
+	if err != nil {
+		// The server answered but the answer was lost on the way: the
+		// effect may have happened, and a resume will get the replay.
+		res.stop, res.lastErr, res.unknown, res.resp = ErrOutcomeUnknown, err, true, nil
+		return c.stayPending(ctx, rec, res)
+	}
+	resp := res.resp
+	rec.Response = stored
+	rec.LastError = ""
+	if truncated {
+		rec.LastError = fmt.Sprintf("response body over %d bytes; not kept for local replays", MaxBodySize)
+	}
+	var callErr error
+	switch res.outcome {
+	case outcomeSuccess:
+		rec.State = Succeeded
+	case outcomeAccepted:
+		rec.State = Accepted
+		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
+	case outcomeKeyReused:
+		rec.State = Failed
+		callErr = &GiveUpError{Reason: ErrKeyReused, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
+	default:
+		rec.State = Failed
+		callErr = &GiveUpError{Reason: ErrFinalFailure, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
+	}
+	if callErr != nil {
+		rec.LastError = callErr.Error()
+	}
+	// Stored even when ctx has ended: the answer is what makes the intent
+	// final, and losing it would send the caller to the server again.
+	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
+	}
+	c.log.DebugContext(ctx, "idem: intent settled", "key", keyHash(rec.Key), "state", string(rec.State), "status", resp.StatusCode)
+	if rec.State == Accepted {
+		return c.poll(ctx, rec, true)
+	}
+	c.secrets.forget(rec.Key)
+	return resp, callErr
+}
+
+// stayPending records a give-up durably (attempts, last error) and
+// returns the give-up error with the last response, if any, buffered.
+func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sendResult) (*http.Response, error) {
+	ge := res.giveUp(rec.Key)
+	rec.LastError = ge.Error()
+	resp := bufferLast(res.resp)
+	c.log.DebugContext(ctx, "idem: gave up; intent stays pending", "key", keyHash(rec.Key), "attempts", res.attempts, "reason", fmt.Sprint(ge.Reason))
+	// The record is written even when ctx has ended: losing the attempt
+	// count would hide how often the intent was tried.
+	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
+	}
+	return resp, ge
+}
+
+// bufferLast reads the last response of a give-up into memory, so the
+// connection goes back to the pool whether or not the caller closes it.
+func bufferLast(resp *http.Response) *http.Response {
+	if resp == nil {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
+	resp.Body.Close()
+	if err != nil {
+		body = nil
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp
+}
+
+// localReplay rebuilds the stored answer of a settled intent.
+func (c *Client) localReplay(rec *keystore.Record) *http.Response {
+	if rec.Response == nil {
+		return nil
+	}
+	return storedResponse(rec.Response, recordRequest(rec), true)
+}
+
+// failedError is the error a Failed intent returns again on every Do.
+func (c *Client) failedError(rec *keystore.Record) error {
+	ge := &GiveUpError{Reason: ErrFinalFailure, Key: rec.Key}
+	if rec.Response == nil {
+		if rec.LastError != "" {
+			ge.LastErr = errors.New(rec.LastError)
+		}
+		return ge
+	}
+	ge.LastStatus = rec.Response.Status
+	if classify(rec.Method, true, storedResponse(rec.Response, nil, false), nil) == outcomeKeyReused {
+		ge.Reason = ErrKeyReused
+	}
+	return ge
+}
+
+// recordRequest is the request a stored response answers, without body
+// or secrets, for resp.Request.
+func recordRequest(rec *keystore.Record) *http.Request {
+	req, err := http.NewRequest(rec.Method, rec.URL, nil)
+	if err != nil {
+		return nil
+	}
+	req.Header = rec.Header.Clone()
+	return req
+}

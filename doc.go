@@ -1,0 +1,76 @@
+// Package idem makes unsafe HTTP calls (payments, orders, transfers) safe
+// to retry. One business intent owns one idempotency key for its whole
+// life; the key is written to a local keystore before the first byte
+// leaves, and reused for every retry and every resume after a crash, so
+// one intent has at most one effect on a server that honours
+// Idempotency-Key.
+//
+// # The story
+//
+//	client, err := idem.New(idem.WithBoltStore("payments.db", nil))
+//	...
+//	defer client.Close()
+//
+//	req, _ := http.NewRequest("POST", api+"/v1/payments", body)
+//	req.Header.Set("Authorization", "Bearer "+token)
+//	in, err := client.Begin(ctx, "order-42/payment", req) // key born and persisted here
+//	resp, err := client.Do(ctx, in)                       // sent, retried, answer stored
+//
+// Begin reads the request, fingerprints its payload (SHA-256 over method,
+// URL and the RFC 8785 canonical JSON body, or the raw body), generates a
+// key (UUIDv4 from crypto/rand by default) and stores the intent before it
+// returns. With a non-empty name, Begin is idempotent itself: the same
+// name and payload give back the same intent and key, after a restart
+// too, and a different payload under that name is ErrIntentConflict.
+//
+// Do sends the intent with its key and retries what is safe to retry:
+// 408, 425, 429, 5xx except 501 and 505, 409 /in-progress, and transport
+// errors (the key makes a resend after a lost answer safe). Waits use
+// full-jitter exponential backoff, or the server's Retry-After when it is
+// longer (capped); a wait that would outlive the context's deadline is
+// not started, and a per-client retry budget keeps an outage from
+// multiplying load. The answer is stored, so a later Do on a settled
+// intent replays it locally without the network (IsReplay).
+//
+// A 202 with a Location is polled (bounded by WithPolling) until the
+// operation is final; if it is not final in time the intent is Accepted
+// and a later Do polls again, never resending.
+//
+// After a crash, Pending lists the intents not settled yet and Do resumes
+// each with its original key; the server replays what already happened.
+// Credentials are never written to the keystore: after a restart they come
+// from a fresh Begin with the same name or from WithRequestEditor.
+//
+// For an existing API client, Transport returns an http.RoundTripper that
+// adds an ephemeral key to POST and PATCH and retries with the same
+// policy.
+//
+// # Errors
+//
+// A call that stops without a final answer returns a *GiveUpError whose
+// Reason says why, matched with errors.Is:
+//
+//   - ErrRetriesExhausted: every allowed attempt was made.
+//   - ErrBudgetExhausted: the client's retry budget is empty.
+//   - ErrWaitBeyondDeadline: the next wait would outlive ctx's deadline;
+//     RetryAfter carries the server's hint.
+//   - ErrOutcomeUnknown: also matched whenever an attempt may have taken
+//     effect; the intent stays Pending and a resume settles it.
+//   - ErrKeyExpired: the intent is older than the server's retention; it
+//     is not resent, reconcile it by hand.
+//   - ErrKeyReused, ErrFinalFailure: the server's final refusal; the
+//     intent is Failed and the response comes back with the error.
+//
+// ErrIntentConflict comes from Begin, ErrInvalidRequest from a request
+// that cannot be sent, ErrLocked from a keystore another process holds,
+// ErrClosed from a closed Client.
+//
+// # Defaults
+//
+// In-memory keystore (use WithBoltStore or WithStore to survive restarts),
+// 5 attempts per call, backoff base 100 ms and cap 10 s, Retry-After
+// ceiling 60 s, a budget of 100 retries refilled by 0.1 per success, key
+// retention 24 h, polling every 1 s for at most 30 s, a pooled HTTP client
+// with a 30 s per-attempt timeout, and no logging. When a logger is given,
+// keys appear only as a short hash and bodies never.
+package idem

@@ -1,0 +1,112 @@
+// Command resume runs a batch of payments that survives being killed:
+// every payment is a named intent, so a rerun finds the same intents with
+// the same keys, settles what is pending and skips what is done.
+//
+// Start a reference server in another terminal, then run the batch, kill
+// it (Ctrl-C or kill -9) half way and run it again:
+//
+//	go run ./cmd/idem serve
+//	go run ./examples/resume --count 20
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/idemkit/idem"
+)
+
+type options struct {
+	server   string
+	keystore string
+	count    int
+	token    string
+	batch    string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.server, "server", "http://127.0.0.1:8080", "base URL of the payments API")
+	flag.StringVar(&o.keystore, "keystore", "./resume.db", "path of the bbolt keystore")
+	flag.IntVar(&o.count, "count", 10, "number of payments in the batch")
+	flag.StringVar(&o.token, "token", "tok_resume_demo", "bearer token (never written to the keystore)")
+	flag.StringVar(&o.batch, "batch", "batch-42", "batch name; intents are named <batch>/payment-<i>")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, o); err != nil {
+		fmt.Fprintln(os.Stderr, "resume:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, o options) error {
+	if o.count < 1 {
+		return fmt.Errorf("--count must be at least 1, got %d", o.count)
+	}
+	client, err := idem.New(
+		idem.WithBoltStore(o.keystore, nil),
+		// Credentials for intents resumed from the keystore, which never
+		// holds them.
+		idem.WithRequestEditor(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+o.token)
+			return nil
+		}),
+	)
+	if errors.Is(err, idem.ErrLocked) {
+		return fmt.Errorf("%s is in use by another run: %w", o.keystore, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	var paid, replayed, failed int
+	for i := range o.count {
+		name := fmt.Sprintf("%s/payment-%d", o.batch, i)
+		in, err := client.Begin(ctx, name, paymentRequest(o, i))
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		resp, err := client.Do(ctx, in)
+		switch {
+		case err != nil:
+			failed++
+			fmt.Fprintf(out, "%-24s key %s  not settled: %v\n", name, in.Key, err)
+			if ctx.Err() != nil {
+				return summary(out, paid, replayed, failed, o.count)
+			}
+		case idem.IsReplay(resp):
+			replayed++
+			fmt.Fprintf(out, "%-24s key %s  %d (replay: paid before)\n", name, in.Key, resp.StatusCode)
+		default:
+			paid++
+			fmt.Fprintf(out, "%-24s key %s  %d paid\n", name, in.Key, resp.StatusCode)
+		}
+	}
+	return summary(out, paid, replayed, failed, o.count)
+}
+
+func summary(out io.Writer, paid, replayed, failed, count int) error {
+	fmt.Fprintf(out, "\n%d paid now, %d paid by an earlier run, %d not settled, of %d\n", paid, replayed, failed, count)
+	if failed > 0 {
+		fmt.Fprintln(out, "rerun to settle the rest with the same keys")
+	}
+	return nil
+}
+
+func paymentRequest(o options, i int) *http.Request {
+	body := fmt.Sprintf(`{"amount": %d, "currency": "EUR", "reference": "%s-%d"}`, 1000+i, o.batch, i)
+	req, _ := http.NewRequest(http.MethodPost, strings.TrimRight(o.server, "/")+"/v1/payments", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+o.token)
+	return req
+}

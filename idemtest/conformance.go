@@ -1,0 +1,256 @@
+package idemtest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// IDs of the conformance checks, in the order RunConformance reports them.
+const (
+	CheckFirstRequest   = "first-request"
+	CheckReplay         = "replay"
+	CheckKeyReuse       = "key-reuse"
+	CheckMissingKey     = "missing-key"
+	CheckInvalidKey     = "invalid-key"
+	CheckQuotedKey      = "quoted-key"
+	CheckConcurrent     = "concurrent-duplicates"
+	CheckInProgress     = "in-progress"
+	CheckPrincipalScope = "principal-scope"
+	CheckProblemDetails = "problem-details"
+)
+
+// Defaults of ConformanceOptions.
+const (
+	DefaultConformanceEndpoint    = "/v1/payments"
+	DefaultConformanceContentType = "application/json"
+	DefaultConformanceConcurrency = 20
+)
+
+// ConformanceOptions configures RunConformance. The zero value checks the
+// reference server's payments API as two anonymous-looking bearer
+// principals.
+type ConformanceOptions struct {
+	// Endpoint is the path of the guarded operation, joined to the base
+	// URL. Default DefaultConformanceEndpoint.
+	Endpoint string
+	// Body returns the request body of the i-th distinct request. Distinct
+	// i must give distinct bodies, because the key-reuse check sends a
+	// second body under one key. Default: a payments body
+	// {"amount":1000,"currency":"EUR","reference":"…"} with a reference
+	// unique to the run and to i.
+	Body func(i int) []byte
+	// ContentType of every request body. Default
+	// DefaultConformanceContentType.
+	ContentType string
+	// Header holds extra headers sent on every request, such as the
+	// Authorization of the first principal.
+	Header http.Header
+	// SecondPrincipal holds the authentication headers of a second
+	// principal; they replace the same-named headers of Header for the
+	// scoping check. When both Header has no Authorization and
+	// SecondPrincipal is nil, the two principals are the bearer tokens
+	// "conformance-a" and "conformance-b". When Header carries an
+	// Authorization and SecondPrincipal is nil, the scoping check is
+	// skipped.
+	SecondPrincipal http.Header
+	// HTTPClient sends the requests. Default: a client that keeps enough
+	// idle connections for Concurrency and times out each request after
+	// 30 s.
+	HTTPClient *http.Client
+	// Concurrency is how many duplicates the concurrency check sends at
+	// once. Default DefaultConformanceConcurrency.
+	Concurrency int
+	// SlowHeader, when set, is added to one request of the in-progress
+	// probe to make the server hold it long enough for a duplicate to
+	// arrive while it is still executing (a server-specific hook).
+	SlowHeader http.Header
+	// Hold, when set, is called before the checks that need a request
+	// still executing on the server (concurrent duplicates, in-progress);
+	// it should make the guarded handler slow, and the function it returns
+	// undoes that. See Server.ConformanceOptions.
+	//
+	// Without Hold or SlowHeader the in-progress check relies on the
+	// concurrent duplicates alone and is skipped when none of them was
+	// answered 409.
+	Hold func() (release func())
+	// ResourceID extracts the id of the resource a 2xx body describes; the
+	// concurrency and scoping checks count distinct ids. Default: the
+	// top-level "id" member of a JSON object, or else a digest of the
+	// whole body (replays are byte-identical, so equal bodies are one
+	// effect).
+	ResourceID func(body []byte) string
+}
+
+// CheckResult is the outcome of one conformance check.
+type CheckResult struct {
+	// ID is a stable identifier such as CheckReplay.
+	ID string `json:"id"`
+	// Name says what the check verifies, in a few words.
+	Name string `json:"name"`
+	// Ref cites the PROTOCOL.md row and the section of
+	// draft-ietf-httpapi-idempotency-key-header-07 the check enforces.
+	Ref string `json:"ref"`
+	// Passed is true when the server behaved as required.
+	Passed bool `json:"passed"`
+	// Skipped is true when the check could not be judged (a precondition
+	// failed or the situation it needs never arose); Passed is then false.
+	Skipped bool `json:"skipped"`
+	// Detail explains the verdict: what was seen.
+	Detail string `json:"detail"`
+}
+
+// Failed reports whether the check ran and the server did not conform.
+func (r CheckResult) Failed() bool { return !r.Passed && !r.Skipped }
+
+// ErrUnreachable is returned by RunConformance when the very first request
+// could not be sent or answered at all.
+var ErrUnreachable = errors.New("idemtest: server unreachable")
+
+// RunConformance runs every protocol check against the server at baseURL
+// and returns one result per check, in a fixed order. It returns an error
+// only when baseURL is not an http(s) URL or the server cannot be reached
+// at all (errors.Is(err, ErrUnreachable)); a non-conforming server is
+// reported through the results. The checks create resources on the server.
+func RunConformance(ctx context.Context, baseURL string, opts ConformanceOptions) ([]CheckResult, error) {
+	r, err := newConformanceRun(baseURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.HTTPClient == nil {
+		// The run made its own client: leave no idle connections behind.
+		defer r.cfg.client.CloseIdleConnections()
+	}
+	return r.runAll(ctx)
+}
+
+// Conformance runs RunConformance against baseURL and reports each check
+// as a subtest named by its ID: a failed check is a t.Errorf, a skipped
+// one a t.Skip. An unreachable server fails the test at once.
+func Conformance(t *testing.T, baseURL string, opts ConformanceOptions) {
+	t.Helper()
+	results, err := RunConformance(t.Context(), baseURL, opts)
+	if err != nil {
+		t.Fatalf("conformance: %v", err)
+	}
+	for _, res := range results {
+		t.Run(res.ID, func(t *testing.T) {
+			switch {
+			case res.Skipped:
+				t.Skipf("%s (%s): skipped: %s", res.Name, res.Ref, res.Detail)
+			case !res.Passed:
+				t.Errorf("%s (%s): %s", res.Name, res.Ref, res.Detail)
+			default:
+				t.Logf("%s: %s", res.Name, res.Detail)
+			}
+		})
+	}
+}
+
+// ConformanceOptions returns options that let RunConformance hold requests
+// on this server (through SetHandlerDelay) so the in-progress check always
+// sees a request still executing.
+func (s *Server) ConformanceOptions() ConformanceOptions {
+	return ConformanceOptions{
+		HTTPClient: s.Client(),
+		Hold: func() func() {
+			s.SetHandlerDelay(conformanceHoldDelay)
+			return func() { s.SetHandlerDelay(0) }
+		},
+	}
+}
+
+// conformanceHoldDelay is how long Server.ConformanceOptions holds each
+// guarded request: long enough for duplicates to overlap, short enough to
+// keep the run quick.
+const conformanceHoldDelay = 150 * time.Millisecond
+
+// conformanceConfig is ConformanceOptions with defaults applied.
+type conformanceConfig struct {
+	url         string
+	body        func(i int) []byte
+	contentType string
+	header      http.Header
+	second      http.Header // nil: scoping check skipped
+	client      *http.Client
+	concurrency int
+	slowHeader  http.Header
+	hold        func() func()
+	resourceID  func([]byte) string
+}
+
+func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformanceConfig, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("idemtest: base URL %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("idemtest: base URL %q must be an absolute http or https URL", baseURL)
+	}
+	endpoint := opts.Endpoint
+	if endpoint == "" {
+		endpoint = DefaultConformanceEndpoint
+	}
+	if !strings.HasPrefix(endpoint, "/") {
+		return nil, fmt.Errorf("idemtest: endpoint %q must start with /", endpoint)
+	}
+	if opts.Concurrency < 0 {
+		return nil, fmt.Errorf("idemtest: concurrency %d must be positive", opts.Concurrency)
+	}
+	c := &conformanceConfig{
+		url:         strings.TrimSuffix(baseURL, "/") + endpoint,
+		body:        opts.Body,
+		contentType: opts.ContentType,
+		header:      opts.Header.Clone(),
+		second:      opts.SecondPrincipal.Clone(),
+		client:      opts.HTTPClient,
+		concurrency: opts.Concurrency,
+		slowHeader:  opts.SlowHeader.Clone(),
+		hold:        opts.Hold,
+		resourceID:  opts.ResourceID,
+	}
+	c.applyDefaults()
+	return c, nil
+}
+
+func (c *conformanceConfig) applyDefaults() {
+	if c.body == nil {
+		c.body = defaultPaymentBody(rand.Text()[:10])
+	}
+	if c.contentType == "" {
+		c.contentType = DefaultConformanceContentType
+	}
+	if c.concurrency == 0 {
+		c.concurrency = DefaultConformanceConcurrency
+	}
+	if c.header == nil {
+		c.header = http.Header{}
+	}
+	if c.second == nil && c.header.Get("Authorization") == "" {
+		c.header.Set("Authorization", "Bearer conformance-a")
+		c.second = http.Header{"Authorization": {"Bearer conformance-b"}}
+	}
+	if c.client == nil {
+		c.client = &http.Client{
+			Timeout:   30 * time.Second,
+			Transport: &http.Transport{MaxIdleConnsPerHost: c.concurrency, Proxy: http.ProxyFromEnvironment},
+		}
+	}
+	if c.resourceID == nil {
+		c.resourceID = defaultResourceID
+	}
+}
+
+// defaultPaymentBody returns a Body for the reference server's payments
+// API whose reference is unique to the run and to i.
+func defaultPaymentBody(run string) func(i int) []byte {
+	return func(i int) []byte {
+		return fmt.Appendf(nil, `{"amount":1000,"currency":"EUR","reference":"conformance-%s-%d"}`, run, i)
+	}
+}

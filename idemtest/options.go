@@ -1,0 +1,59 @@
+package idemtest
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// config holds the options of NewServer and Start.
+type config struct {
+	opts []testserver.Option
+}
+
+// Option configures NewServer and Start.
+type Option func(*config)
+
+// WithRetention sets how long the server replays a completed key (default
+// 24 h). Pair it with WithClock to test what happens after it.
+func WithRetention(d time.Duration) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerRetention(d)) }
+}
+
+// WithLease sets how long a key stays reserved before a retry may take it
+// over (default 30 s).
+func WithLease(d time.Duration) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerLease(d)) }
+}
+
+// WithPayoutDelay sets how long a payout stays pending before its
+// operation succeeds (default 2 s; 0 settles at once).
+func WithPayoutDelay(d time.Duration) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithPayoutDelay(d)) }
+}
+
+// WithStore5xx makes 5xx answers final and replayed, as Stripe's v1 API
+// does. By default a 5xx frees the key so a retry runs again.
+func WithStore5xx(store bool) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerStore5xx(store)) }
+}
+
+// WithLogger sets where the server logs (keys as short hashes, never
+// bodies). Nil, the default, is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerLogger(l)) }
+}
+
+// WithClock makes the server read time from now, for leases, retention,
+// payment times and payout settling. Advance it to expire keys or settle
+// payouts without sleeping.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerClock(now)) }
+}
+
+// WithMaxBody sets the largest request body the server reads (default
+// 1 MiB); larger ones are answered 413.
+func WithMaxBody(n int64) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerMaxBody(n)) }
+}

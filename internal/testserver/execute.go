@@ -1,0 +1,154 @@
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+)
+
+// execute runs next under the reservation, settles the key and answers
+// with the handler's response.
+func (m *Idempotency) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
+	held := &Held{Reservation: res, Retention: m.cfg.retention}
+	req := r.WithContext(WithHeld(r.Context(), held))
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+
+	capture := newCaptureWriter()
+	recovered, stack := runRecovering(next, capture, req)
+
+	// The key is settled even when the client has gone away: the handler
+	// ran, and its outcome must not be lost with the connection.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), m.cfg.lease)
+	defer cancel()
+
+	if recovered == http.ErrAbortHandler {
+		// The handler asked net/http to abort the response: there is no
+		// answer to store, so free the key and keep the abort.
+		log.Debug("handler aborted the response")
+		if !held.Completed() {
+			m.release(ctx, res, log)
+		}
+		panic(http.ErrAbortHandler)
+	}
+	if recovered != nil {
+		log.Error("handler panicked", "panic", fmt.Sprint(recovered), "stack", string(stack))
+		capture.reset()
+		WriteProblem(capture, http.StatusInternalServerError, ProblemInternal, "Internal server error", "", 0)
+	}
+	capture.finish()
+	if !held.Completed() {
+		m.settle(ctx, capture, res, log.With("status", capture.status))
+	}
+	writeCaptured(w, capture)
+}
+
+// runRecovering runs h and returns the value of a panic, with its stack.
+func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (recovered any, stack []byte) {
+	defer func() {
+		if recovered = recover(); recovered != nil {
+			stack = debug.Stack()
+		}
+	}()
+	h.ServeHTTP(w, r)
+	return nil, nil
+}
+
+// settle stores the captured response as the key's final answer, or
+// releases the key so a retry runs the handler again.
+func (m *Idempotency) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
+	if !m.storable(c.status) {
+		m.release(ctx, res, log)
+		return
+	}
+	resp := Response{
+		Status:     c.status,
+		Header:     keptHeaders(c.header, m.cfg.storedHeaders),
+		Body:       bytes.Clone(c.body.Bytes()),
+		ResourceID: c.header.Get(ResourceIDHeader),
+	}
+	err := m.store.Complete(ctx, Completion{Reservation: res, Response: resp, Retention: m.cfg.retention})
+	switch {
+	case errors.Is(err, ErrFenced):
+		// A newer request took the key over after this one's lease
+		// expired; its result is the one stored and replayed.
+		log.Warn("lease lost to a newer request; its stored result stands")
+	case err != nil:
+		// Nothing more can be done here: the key stays reserved until its
+		// lease expires, then a retry with the same payload takes it over.
+		log.Error("could not store the response; the key stays reserved until its lease expires", "err", err)
+	default:
+		log.Debug("response stored")
+	}
+}
+
+// release frees the key so a retry runs the handler again.
+func (m *Idempotency) release(ctx context.Context, res Reservation, log *slog.Logger) {
+	err := m.store.Release(ctx, res)
+	switch {
+	case errors.Is(err, ErrFenced):
+		log.Warn("lease lost to a newer request before the key was released")
+	case err != nil:
+		log.Error("could not release the key; it stays reserved until its lease expires", "err", err)
+	default:
+		log.Debug("key released")
+	}
+}
+
+// storable reports whether an answer with status is final and stored.
+// 4xx answers that mean the request was refused before it executed leave
+// the key free, so a corrected retry is not answered from the store.
+func (m *Idempotency) storable(status int) bool {
+	switch {
+	case status >= 500:
+		return m.cfg.store5xx
+	case status >= 400:
+		return !refusedBeforeExecution(status)
+	default:
+		return true
+	}
+}
+
+// refusedBeforeExecution reports whether a 4xx status means the handler
+// refused the request without acting on it.
+func refusedBeforeExecution(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestTimeout, http.StatusConflict,
+		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusUnprocessableEntity, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
+// keptHeaders returns the headers of h named in names, for replays.
+func keptHeaders(h http.Header, names []string) http.Header {
+	kept := make(http.Header, len(names))
+	for _, name := range names {
+		if values, ok := h[name]; ok && name != ResourceIDHeader {
+			kept[name] = slices.Clone(values)
+		}
+	}
+	return kept
+}
+
+// writeCaptured sends the captured response, without the resource id
+// header, which is for the layer only.
+func writeCaptured(w http.ResponseWriter, c *captureWriter) {
+	h := w.Header()
+	for name, values := range c.header {
+		if name != ResourceIDHeader {
+			h[name] = values
+		}
+	}
+	w.WriteHeader(c.status)
+	_, _ = w.Write(c.body.Bytes())
+}

@@ -1,0 +1,62 @@
+package testserver
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+
+	"github.com/gowebpki/jcs"
+)
+
+// fingerprintVersion names the fingerprint layout, so a future change of
+// layout can never produce the same digest for a different input.
+const fingerprintVersion = "idem-fingerprint-v1"
+
+// Body kinds, hashed as their own field so that a raw body can never
+// collide with the canonical form of a JSON body.
+const (
+	bodyKindJSON = "json"
+	bodyKindRaw  = "raw"
+)
+
+// Fingerprint is the hex SHA-256 over method, route and the canonical body.
+// A body that parses as JSON is canonicalised with RFC 8785 (JCS), so key
+// order, insignificant white space and number spelling do not matter;
+// anything else, including an empty body, is hashed raw. Every field is
+// length-prefixed and the body kind is hashed too, so field boundaries are
+// unambiguous and a raw body never collides with a JSON one.
+func Fingerprint(method, route string, body []byte) string {
+	h := sha256.New()
+	writeField(h, []byte(fingerprintVersion))
+	writeField(h, []byte(method))
+	writeField(h, []byte(route))
+	if canonical, ok := canonicalJSON(body); ok {
+		writeField(h, []byte(bodyKindJSON))
+		writeField(h, canonical)
+	} else {
+		writeField(h, []byte(bodyKindRaw))
+		writeField(h, body)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// canonicalJSON returns the JCS form of body when body is JSON.
+func canonicalJSON(body []byte) ([]byte, bool) {
+	if len(body) == 0 {
+		return nil, false
+	}
+	canonical, err := jcs.Transform(body)
+	if err != nil {
+		return nil, false
+	}
+	return canonical, true
+}
+
+// writeField writes an 8-byte big-endian length, then the field.
+func writeField(h hash.Hash, field []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(field)))
+	_, _ = h.Write(n[:])
+	_, _ = h.Write(field)
+}

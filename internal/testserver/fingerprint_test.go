@@ -1,0 +1,140 @@
+package testserver_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+func fp(body string) string {
+	return testserver.Fingerprint(http.MethodPost, paymentsRoute, []byte(body))
+}
+
+func TestFingerprintIsHexSHA256(t *testing.T) {
+	t.Parallel()
+	got := fp(`{"a":1}`)
+	raw, err := hex.DecodeString(got)
+	require.NoError(t, err)
+	assert.Len(t, raw, 32)
+	assert.Equal(t, got, fp(`{"a":1}`), "deterministic")
+}
+
+func TestFingerprintCanonicalisesJSON(t *testing.T) {
+	t.Parallel()
+	for _, same := range [][]string{
+		{`{"amount":1000,"currency":"EUR"}`, `{"currency":"EUR","amount":1000}`, " {\n\t\"amount\" : 1000 ,\r\n \"currency\":\"EUR\" } "},
+		{`{"n":1}`, `{"n":1.0}`, `{"n":1e0}`, `{"n":10e-1}`, `{"n":1E+0}`},
+		{`{"s":"é"}`, `{"s":"\u00e9"}`},
+		{`[1,{"b":2,"a":[3,{"d":4,"c":5}]}]`, `[1,{"a":[3,{"c":5,"d":4}],"b":2}]`},
+		{`{"z":0}`, `{"z":-0}`},
+	} {
+		for _, body := range same[1:] {
+			assert.Equal(t, fp(same[0]), fp(body), "%s vs %s", same[0], body)
+		}
+	}
+}
+
+func TestFingerprintDistinguishes(t *testing.T) {
+	t.Parallel()
+	distinct := map[string]string{
+		"base":                  fp(`{"amount":1000}`),
+		"other value":           fp(`{"amount":1001}`),
+		"other type":            fp(`{"amount":"1000"}`),
+		"array order":           fp(`[1,2]`),
+		"array order swapped":   fp(`[2,1]`),
+		"empty body":            fp(``),
+		"not JSON":              fp(`amount=1000`),
+		"other method":          testserver.Fingerprint(http.MethodPatch, paymentsRoute, []byte(`{"amount":1000}`)),
+		"other route":           testserver.Fingerprint(http.MethodPost, "/v1/refunds", []byte(`{"amount":1000}`)),
+		"boundary shifted":      testserver.Fingerprint("POST/v1", "/payments", []byte(`{"amount":1000}`)),
+		"route into body":       testserver.Fingerprint(http.MethodPost, "/v1/payments1", []byte(`0`)),
+		"route into body, base": testserver.Fingerprint(http.MethodPost, "/v1/payments", []byte(`10`)),
+	}
+	seen := make(map[string]string)
+	for name, sum := range distinct {
+		if other, dup := seen[sum]; dup {
+			t.Errorf("%s and %s share a fingerprint", name, other)
+		}
+		seen[sum] = name
+	}
+}
+
+func TestFingerprintSeparatesRawFromCanonicalJSON(t *testing.T) {
+	t.Parallel()
+	// Not JSON (duplicate keys are rejected by JCS), so hashed raw; a raw
+	// body must not collide with the JSON body whose canonical form is the
+	// same bytes.
+	raw := `{"a":1,"a":1}`
+	_, err := jcs.Transform([]byte(raw))
+	require.Error(t, err, "precondition: the raw body is not canonicalisable")
+	assert.NotEqual(t, fp(raw), fp(`{"a":1}`))
+
+	canonical, err := jcs.Transform([]byte(` {"b":2, "a":1}`))
+	require.NoError(t, err)
+	invalidWithSameBytes := append(bytes.Clone(canonical), '}') // broken JSON
+	assert.NotEqual(t, fp(string(canonical)), fp(string(invalidWithSameBytes)))
+}
+
+func FuzzFingerprint(f *testing.F) {
+	for _, seed := range []struct {
+		a, b   string
+		number string
+	}{
+		{"amount", "currency", "1"},
+		{"x", "y", "1.0"},
+		{"", "z", "1e0"},
+		{"é", "\"", "10e-1"},
+		{"a", "b", "-0"},
+		{"k", "l", "123456789012345678901234567890"},
+	} {
+		f.Add(seed.a, seed.b, seed.number, int64(1000))
+	}
+	f.Fuzz(func(t *testing.T, keyA, keyB, number string, value int64) {
+		if keyA == keyB {
+			return // duplicate keys are not JSON for JCS
+		}
+		ka, kb := fmt.Sprintf("%q", keyA), fmt.Sprintf("%q", keyB)
+		if _, err := jcs.Transform([]byte(ka)); err != nil {
+			return // Go quoting produced a string JCS rejects (invalid UTF-8)
+		}
+		if _, err := jcs.Transform([]byte(kb)); err != nil {
+			return
+		}
+		numOK := false
+		if _, err := jcs.Transform([]byte(number)); err == nil {
+			numOK = true
+		}
+		if !numOK {
+			number = "1"
+		}
+		ordered := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, number, kb, value)
+		reordered := fmt.Sprintf("{ %s : %d ,\n\t%s :\r\n%s }", kb, value, ka, number)
+		require.Equal(t, fp(ordered), fp(reordered), "reordering and white space must not matter:\n%s\n%s", ordered, reordered)
+
+		canonicalNumber, err := jcs.Transform([]byte(number))
+		require.NoError(t, err)
+		respelled := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, canonicalNumber, kb, value)
+		require.Equal(t, fp(ordered), fp(respelled), "number spelling must not matter")
+		for _, spelling := range []string{"%d.0", "%de0", "%d0e-1"} {
+			alt := fmt.Sprintf(`{%s:%s,%s:`+spelling+`}`, ka, number, kb, value)
+			if _, err := jcs.Transform([]byte(alt)); err != nil || value < -1<<52 || value > 1<<52 {
+				continue // beyond exact float64 integers the spellings may round differently
+			}
+			require.Equal(t, fp(ordered), fp(alt), "%s vs %s", ordered, alt)
+		}
+
+		changed := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, number, kb, value+1)
+		if value < -1<<52 || value > 1<<52 {
+			return // neighbouring large integers share a float64
+		}
+		require.NotEqual(t, fp(ordered), fp(changed), "a changed value must change the fingerprint")
+	})
+}

@@ -1,0 +1,106 @@
+package testserver_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// quoteKey writes key as an RFC 8941 String, the draft's quoted form.
+func quoteKey(key string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
+}
+
+func TestParseKeyAccepts(t *testing.T) {
+	t.Parallel()
+	longest := strings.Repeat("k", testserver.MaxKeyLength)
+	for _, tc := range []struct{ value, want string }{
+		{"6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44", "6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44"},
+		{`"6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44"`, "6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44"},
+		{"  padded\t", "padded"},
+		{` "padded" `, "padded"},
+		{`"with-\"escaped\"-quotes-and-\\"`, `with-"escaped"-quotes-and-\`},
+		{`in"side`, `in"side`},
+		{"!~", "!~"},
+		{"x", "x"},
+		{longest, longest},
+		{quoteKey(longest), longest},
+	} {
+		got, err := testserver.ParseKey([]string{tc.value})
+		if assert.NoError(t, err, "value %q", tc.value) {
+			assert.Equal(t, tc.want, got, "value %q", tc.value)
+		}
+	}
+}
+
+func TestParseKeyRejects(t *testing.T) {
+	t.Parallel()
+	_, err := testserver.ParseKey(nil)
+	assert.ErrorIs(t, err, testserver.ErrMissingKey)
+	_, err = testserver.ParseKey([]string{})
+	assert.ErrorIs(t, err, testserver.ErrMissingKey)
+
+	for name, values := range map[string][]string{
+		"two values":        {"a", "b"},
+		"two equal values":  {"a", "a"},
+		"empty":             {""},
+		"blank":             {" \t "},
+		"empty quoted":      {`""`},
+		"too long":          {strings.Repeat("k", testserver.MaxKeyLength+1)},
+		"too long quoted":   {quoteKey(strings.Repeat("k", testserver.MaxKeyLength+1))},
+		"inner space":       {"a b"},
+		"space in quotes":   {`" a"`},
+		"tab":               {"a\tb"},
+		"DEL":               {"a\x7f"},
+		"NUL":               {"a\x00"},
+		"UTF-8":             {"naïve"},
+		"UTF-8 in quotes":   {`"naïve"`},
+		"unclosed quote":    {`"abc`},
+		"lone quote":        {`"`},
+		"escape at the end": {`"abc\`},
+		"unknown escape":    {`"a\nb"`},
+		"after the quote":   {`"abc"x`},
+		"two quoted":        {`"a", "b"`},
+	} {
+		_, err := testserver.ParseKey(values)
+		require.Error(t, err, name)
+		assert.ErrorIs(t, err, testserver.ErrInvalidKey, name)
+		assert.NotEqual(t, testserver.ErrInvalidKey.Error(), err.Error(), "%s: the error carries a detail", name)
+	}
+}
+
+func FuzzParseKey(f *testing.F) {
+	for _, seed := range []string{
+		"6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44", `"6f1c"`, `"a\"b\\c"`, `in"side`, "", `""`, " x ",
+		`"`, `"\`, `"\x"`, `"abc"x`, "a b", "\x00", "\x7f", "naïve", strings.Repeat("k", 256),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		key, err := testserver.ParseKey([]string{value})
+		if err != nil {
+			if !assert.ErrorIs(t, err, testserver.ErrInvalidKey) {
+				t.FailNow()
+			}
+			return
+		}
+		require.NotEmpty(t, key)
+		require.LessOrEqual(t, len(key), testserver.MaxKeyLength)
+		for i := 0; i < len(key); i++ {
+			require.True(t, key[i] >= 0x21 && key[i] <= 0x7e, "byte 0x%02x accepted", key[i])
+		}
+
+		quoted, err := testserver.ParseKey([]string{quoteKey(key)})
+		require.NoError(t, err, "the quoted form of an accepted key must parse")
+		require.Equal(t, key, quoted)
+		if !strings.HasPrefix(key, `"`) { // a leading quote starts the quoted form
+			bare, err := testserver.ParseKey([]string{key})
+			require.NoError(t, err)
+			require.Equal(t, key, bare)
+		}
+	})
+}

@@ -1,0 +1,390 @@
+package testserver
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// errStoreClosed is returned by every MemoryStore call after Close.
+var errStoreClosed = errors.New("testserver: memory store is closed")
+
+// MemoryStore is a Store held in process memory, guarded by one mutex:
+// every method runs as one critical section, which makes Reserve an atomic
+// create-if-absent and Complete/Release a compare-and-set on the token.
+// Nothing survives the process.
+type MemoryStore struct {
+	now func() time.Time
+
+	mu         sync.Mutex
+	closed     bool
+	records    map[recordID]*Record
+	payments   map[string]map[string]storedPayment // principal → id → payment
+	operations map[string]map[string]Operation     // principal → id → operation
+	seq        uint64                              // insertion order, a tie-break for equal times
+}
+
+// recordID is the identity of an idempotency record: its scope and key.
+type recordID struct {
+	scope Scope
+	key   string
+}
+
+type storedPayment struct {
+	payment Payment
+	seq     uint64
+}
+
+// memoryConfig holds MemoryStore options.
+type memoryConfig struct {
+	now func() time.Time
+}
+
+// MemoryOption configures a MemoryStore.
+type MemoryOption func(*memoryConfig)
+
+// WithClock makes the store read time from now instead of time.Now, so
+// tests can drive leases and retention with a fake clock. A nil now keeps
+// time.Now.
+func WithClock(now func() time.Time) MemoryOption {
+	return func(c *memoryConfig) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// NewMemoryStore returns an empty in-memory Store.
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	cfg := memoryConfig{now: time.Now}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return &MemoryStore{
+		now:        cfg.now,
+		records:    make(map[recordID]*Record),
+		payments:   make(map[string]map[string]storedPayment),
+		operations: make(map[string]map[string]Operation),
+	}
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// lock takes the mutex unless ctx is done or the store is closed; on nil
+// error the caller must unlock.
+func (s *MemoryStore) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errStoreClosed
+	}
+	return nil
+}
+
+// Reserve implements Store. An expired lease is taken over only by a
+// request with the same fingerprint: a different payload under the key is
+// a reused key whatever the record's state, and the record is returned.
+func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint string, lease time.Duration) (*Reservation, *Record, error) {
+	if key == "" || fingerprint == "" {
+		return nil, nil, errors.New("testserver: reserve needs a key and a fingerprint")
+	}
+	if lease <= 0 {
+		return nil, nil, fmt.Errorf("testserver: lease must be positive, got %v", lease)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer s.mu.Unlock()
+
+	id := recordID{scope: scope, key: key}
+	now := s.now()
+	if existing, ok := s.records[id]; ok && !reservable(existing, fingerprint, now) {
+		return nil, copyRecord(existing), nil
+	}
+	rec := &Record{
+		Scope:        scope,
+		Key:          key,
+		Fingerprint:  fingerprint,
+		State:        StateReserved,
+		Token:        newFencingToken(),
+		LeaseExpires: now.Add(lease),
+		CreatedAt:    now,
+	}
+	s.records[id] = rec
+	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: rec.Token}, nil, nil
+}
+
+// reservable reports whether a new request may take over rec at now.
+func reservable(rec *Record, fingerprint string, now time.Time) bool {
+	switch rec.State {
+	case StateCompleted:
+		return !now.Before(rec.ExpiresAt)
+	default:
+		return !now.Before(rec.LeaseExpires) && rec.Fingerprint == fingerprint
+	}
+}
+
+// Complete implements Store.
+func (s *MemoryStore) Complete(ctx context.Context, c Completion) error {
+	if err := validateCompletion(c); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	rec, err := s.owned(c.Reservation)
+	if err != nil {
+		return err
+	}
+	s.complete(rec, c)
+	return nil
+}
+
+// Release implements Store.
+func (s *MemoryStore) Release(ctx context.Context, r Reservation) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.owned(r); err != nil {
+		return err
+	}
+	delete(s.records, recordID{scope: r.Scope, key: r.Key})
+	return nil
+}
+
+// Sweep implements Store.
+func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("testserver: sweep limit must be positive, got %d", limit)
+	}
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	now := s.now()
+	deleted := 0
+	for id, rec := range s.records {
+		if deleted == limit {
+			break
+		}
+		if rec.State == StateCompleted && !now.Before(rec.ExpiresAt) {
+			delete(s.records, id)
+			deleted++
+		}
+	}
+	return deleted, nil
+}
+
+// owned returns the record r's token owns, or ErrFenced. Callers hold mu.
+func (s *MemoryStore) owned(r Reservation) (*Record, error) {
+	rec, ok := s.records[recordID{scope: r.Scope, key: r.Key}]
+	if !ok || rec.State != StateReserved || r.Token == "" || rec.Token != r.Token {
+		return nil, ErrFenced
+	}
+	return rec, nil
+}
+
+// complete turns rec into the completed record of c. Callers hold mu and
+// have checked the token with owned.
+func (s *MemoryStore) complete(rec *Record, c Completion) {
+	resp := copyResponse(c.Response)
+	rec.State = StateCompleted
+	rec.Token = ""
+	rec.LeaseExpires = time.Time{}
+	rec.Response = &resp
+	rec.ExpiresAt = s.now().Add(c.Retention)
+}
+
+// validateCompletion rejects a completion no store should accept.
+func validateCompletion(c Completion) error {
+	if c.Retention <= 0 {
+		return fmt.Errorf("testserver: retention must be positive, got %v", c.Retention)
+	}
+	if c.Response.Status < 100 || c.Response.Status > 999 {
+		return fmt.Errorf("testserver: cannot store HTTP status %d", c.Response.Status)
+	}
+	return nil
+}
+
+// CreatePayment implements Store.
+func (s *MemoryStore) CreatePayment(ctx context.Context, p Payment, c *Completion) error {
+	if p.ID == "" {
+		return errors.New("testserver: payment needs an id")
+	}
+	return s.insertWithCompletion(ctx, c, func() error {
+		byID := s.payments[p.Principal]
+		if _, dup := byID[p.ID]; dup {
+			return fmt.Errorf("testserver: payment %q already exists", p.ID)
+		}
+		if byID == nil {
+			byID = make(map[string]storedPayment)
+			s.payments[p.Principal] = byID
+		}
+		s.seq++
+		byID[p.ID] = storedPayment{payment: p, seq: s.seq}
+		return nil
+	})
+}
+
+// CreateOperation implements Store.
+func (s *MemoryStore) CreateOperation(ctx context.Context, op Operation, c *Completion) error {
+	if op.ID == "" {
+		return errors.New("testserver: operation needs an id")
+	}
+	return s.insertWithCompletion(ctx, c, func() error {
+		byID := s.operations[op.Principal]
+		if _, dup := byID[op.ID]; dup {
+			return fmt.Errorf("testserver: operation %q already exists", op.ID)
+		}
+		if byID == nil {
+			byID = make(map[string]Operation)
+			s.operations[op.Principal] = byID
+		}
+		byID[op.ID] = op
+		return nil
+	})
+}
+
+// insertWithCompletion runs insert and, when c is non-nil, completes c's
+// reservation, all under one lock: every check runs before any write, so
+// either both happen or neither does.
+func (s *MemoryStore) insertWithCompletion(ctx context.Context, c *Completion, insert func() error) error {
+	if c != nil {
+		if err := validateCompletion(*c); err != nil {
+			return err
+		}
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	var rec *Record
+	if c != nil {
+		var err error
+		if rec, err = s.owned(c.Reservation); err != nil {
+			return err
+		}
+	}
+	if err := insert(); err != nil {
+		return err
+	}
+	if rec != nil {
+		s.complete(rec, *c)
+	}
+	return nil
+}
+
+// GetPayment implements Store.
+func (s *MemoryStore) GetPayment(ctx context.Context, principal, id string) (Payment, error) {
+	if err := s.lock(ctx); err != nil {
+		return Payment{}, err
+	}
+	defer s.mu.Unlock()
+	sp, ok := s.payments[principal][id]
+	if !ok {
+		return Payment{}, ErrNotFound
+	}
+	return sp.payment, nil
+}
+
+// ListPayments implements Store. Payments created at the same instant are
+// ordered newest insertion first.
+func (s *MemoryStore) ListPayments(ctx context.Context, principal string) ([]Payment, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	stored := make([]storedPayment, 0, len(s.payments[principal]))
+	for _, sp := range s.payments[principal] {
+		stored = append(stored, sp)
+	}
+	s.mu.Unlock()
+
+	slices.SortFunc(stored, func(a, b storedPayment) int {
+		if c := b.payment.Created.Compare(a.payment.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.seq, a.seq)
+	})
+	out := make([]Payment, len(stored))
+	for i, sp := range stored {
+		out[i] = sp.payment
+	}
+	return out, nil
+}
+
+// CountPayments implements Store.
+func (s *MemoryStore) CountPayments(ctx context.Context) (int, error) {
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	n := 0
+	for _, byID := range s.payments {
+		n += len(byID)
+	}
+	return n, nil
+}
+
+// GetOperation implements Store.
+func (s *MemoryStore) GetOperation(ctx context.Context, principal, id string) (Operation, error) {
+	if err := s.lock(ctx); err != nil {
+		return Operation{}, err
+	}
+	defer s.mu.Unlock()
+	op, ok := s.operations[principal][id]
+	if !ok {
+		return Operation{}, ErrNotFound
+	}
+	return op, nil
+}
+
+// Close implements Store. Later calls fail; closing twice is harmless.
+func (s *MemoryStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.records = nil
+	s.payments = nil
+	s.operations = nil
+	return nil
+}
+
+// newFencingToken returns 128 random bits in hex. crypto/rand never fails
+// on supported platforms (it aborts the program rather than return weak
+// bytes), so there is no error to handle.
+func newFencingToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// copyRecord returns a deep copy of rec, so callers never share the
+// store's memory.
+func copyRecord(rec *Record) *Record {
+	out := *rec
+	if rec.Response != nil {
+		resp := copyResponse(*rec.Response)
+		out.Response = &resp
+	}
+	return &out
+}
+
+// copyResponse returns a deep copy of r.
+func copyResponse(r Response) Response {
+	out := r
+	out.Header = r.Header.Clone()
+	out.Body = bytes.Clone(r.Body)
+	return out
+}

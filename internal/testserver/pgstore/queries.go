@@ -1,0 +1,85 @@
+package pgstore
+
+import "fmt"
+
+// queries holds the store's SQL with the schema's table names filled in
+// once, at Open.
+type queries struct {
+	reserve, selectRecord, complete, release, sweep        string
+	insertPayment, getPayment, listPayments, countPayments string
+	insertOperation, getOperation                          string
+}
+
+// Every time below comes from clock_timestamp(): the database's clock,
+// read when the statement runs, so no replica's clock ever decides a
+// lease or a retention.
+func newQueries(schema string) queries {
+	records := table(schema, "idempotency_records")
+	payments := table(schema, "payments")
+	operations := table(schema, "operations")
+	return queries{
+		// One statement: create-if-absent on the unique constraint, or take
+		// over a record whose lease expired (same fingerprint only: another
+		// payload under the key is a reused key) or whose retention ended.
+		// No row back means the existing record stands.
+		reserve: fmt.Sprintf(`
+INSERT INTO %[1]s AS r (principal, method, route, key, fingerprint, state, token, lease_expires, created_at)
+VALUES ($1, $2, $3, $4, $5, 'reserved', $6, clock_timestamp() + $7 * interval '1 microsecond', clock_timestamp())
+ON CONFLICT ON CONSTRAINT idempotency_records_scope_key DO UPDATE SET
+	fingerprint = EXCLUDED.fingerprint, state = 'reserved', token = EXCLUDED.token,
+	lease_expires = EXCLUDED.lease_expires, created_at = EXCLUDED.created_at,
+	response_status = NULL, response_header = NULL, response_body = NULL,
+	resource_id = NULL, expires_at = NULL
+WHERE (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() AND r.fingerprint = EXCLUDED.fingerprint)
+   OR (r.state = 'completed' AND r.expires_at <= clock_timestamp())
+RETURNING lease_expires, created_at`, records),
+
+		selectRecord: fmt.Sprintf(`
+SELECT fingerprint, state, token, lease_expires, response_status, response_header,
+       response_body, resource_id, created_at, expires_at
+FROM %[1]s WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4`, records),
+
+		complete: fmt.Sprintf(`
+UPDATE %[1]s SET state = 'completed', token = NULL, lease_expires = NULL,
+	response_status = $6, response_header = $7, response_body = $8, resource_id = $9,
+	expires_at = clock_timestamp() + $10 * interval '1 microsecond'
+WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
+  AND state = 'reserved' AND token = $5`, records),
+
+		release: fmt.Sprintf(`
+DELETE FROM %[1]s
+WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
+  AND state = 'reserved' AND token = $5`, records),
+
+		// SKIP LOCKED lets concurrent sweeps (one per replica) share the
+		// work; the outer condition is checked again so a record taken
+		// over meanwhile is left alone.
+		sweep: fmt.Sprintf(`
+DELETE FROM %[1]s AS r USING (
+	SELECT principal, method, route, key FROM %[1]s
+	WHERE state = 'completed' AND expires_at <= clock_timestamp()
+	ORDER BY expires_at LIMIT $1
+	FOR UPDATE SKIP LOCKED
+) AS old
+WHERE r.principal = old.principal AND r.method = old.method AND r.route = old.route AND r.key = old.key
+  AND r.state = 'completed' AND r.expires_at <= clock_timestamp()`, records),
+
+		insertPayment: fmt.Sprintf(`
+INSERT INTO %[1]s (principal, id, amount, currency, reference, status, created)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, payments),
+		getPayment: fmt.Sprintf(`
+SELECT id, principal, amount, currency, reference, status, created
+FROM %[1]s WHERE principal = $1 AND id = $2`, payments),
+		listPayments: fmt.Sprintf(`
+SELECT id, principal, amount, currency, reference, status, created
+FROM %[1]s WHERE principal = $1 ORDER BY created DESC, seq DESC`, payments),
+		countPayments: fmt.Sprintf(`SELECT count(*) FROM %[1]s`, payments),
+
+		insertOperation: fmt.Sprintf(`
+INSERT INTO %[1]s (principal, id, kind, amount, currency, reference, created, settle_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, operations),
+		getOperation: fmt.Sprintf(`
+SELECT id, principal, kind, amount, currency, reference, created, settle_at
+FROM %[1]s WHERE principal = $1 AND id = $2`, operations),
+	}
+}

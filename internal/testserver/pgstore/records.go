@@ -1,0 +1,180 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// reserveAttempts bounds Reserve's loop. The loop only repeats when the
+// record it lost to vanished before it could be read (released or swept
+// in between), so more than a couple of rounds means something is wrong.
+const reserveAttempts = 5
+
+// execer is what a statement runs on: the pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Reserve implements testserver.Store.
+func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, fingerprint string, lease time.Duration) (*testserver.Reservation, *testserver.Record, error) {
+	if key == "" || fingerprint == "" {
+		return nil, nil, errors.New("pgstore: reserve needs a key and a fingerprint")
+	}
+	if lease < time.Microsecond {
+		return nil, nil, fmt.Errorf("pgstore: lease must be at least 1µs, got %v", lease)
+	}
+	for range reserveAttempts {
+		token := rand.Text()
+		var leaseExpires, createdAt time.Time
+		err := s.pool.QueryRow(ctx, s.q.reserve,
+			scope.Principal, scope.Method, scope.Route, key, fingerprint, token, lease.Microseconds(),
+		).Scan(&leaseExpires, &createdAt)
+		if err == nil {
+			s.logger.Debug("pgstore: key reserved", "key_hash", keyHash(key))
+			return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil, fmt.Errorf("pgstore: reserve: %w", err)
+		}
+		rec, err := s.record(ctx, scope, key)
+		if err == nil {
+			return nil, rec, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil, fmt.Errorf("pgstore: reserve: read the existing record: %w", err)
+		}
+	}
+	return nil, nil, fmt.Errorf("pgstore: reserve: the record kept changing under %d attempts", reserveAttempts)
+}
+
+// record reads the record of (scope, key); pgx.ErrNoRows when there is
+// none.
+func (s *Store) record(ctx context.Context, scope testserver.Scope, key string) (*testserver.Record, error) {
+	var (
+		state          string
+		token, rid     *string
+		lease, expires *time.Time
+		status         *int32
+		header, body   []byte
+	)
+	rec := &testserver.Record{Scope: scope, Key: key}
+	err := s.pool.QueryRow(ctx, s.q.selectRecord, scope.Principal, scope.Method, scope.Route, key).Scan(
+		&rec.Fingerprint, &state, &token, &lease, &status, &header, &body, &rid, &rec.CreatedAt, &expires)
+	if err != nil {
+		return nil, err
+	}
+	rec.State = testserver.RecordState(state)
+	rec.Token = deref(token)
+	rec.LeaseExpires = deref(lease)
+	rec.ExpiresAt = deref(expires)
+	if status != nil {
+		resp := &testserver.Response{Status: int(*status), Body: body, ResourceID: deref(rid)}
+		if len(header) > 0 {
+			if err := json.Unmarshal(header, &resp.Header); err != nil {
+				return nil, fmt.Errorf("stored response headers are corrupt: %w", err)
+			}
+		}
+		rec.Response = resp
+	}
+	return rec, nil
+}
+
+// Complete implements testserver.Store.
+func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
+	if err := s.complete(ctx, s.pool, c); err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
+	}
+	return nil
+}
+
+// complete is the compare-and-set that turns c's reservation into a
+// completed record, on the pool or inside a caller's transaction.
+func (s *Store) complete(ctx context.Context, db execer, c testserver.Completion) error {
+	if err := validateCompletion(c); err != nil {
+		return err
+	}
+	var header json.RawMessage
+	if c.Response.Header != nil {
+		var err error
+		if header, err = json.Marshal(c.Response.Header); err != nil {
+			return fmt.Errorf("encode response headers: %w", err)
+		}
+	}
+	r := c.Reservation
+	tag, err := db.Exec(ctx, s.q.complete,
+		r.Scope.Principal, r.Scope.Method, r.Scope.Route, r.Key, r.Token,
+		c.Response.Status, header, nonNil(c.Response.Body), c.Response.ResourceID, c.Retention.Microseconds())
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", keyHash(r.Key))
+		return testserver.ErrFenced
+	}
+	return nil
+}
+
+// Release implements testserver.Store.
+func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
+	tag, err := s.pool.Exec(ctx, s.q.release, r.Scope.Principal, r.Scope.Method, r.Scope.Route, r.Key, r.Token)
+	if err != nil {
+		return fmt.Errorf("pgstore: release: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		s.logger.Info("pgstore: stale owner fenced on release", "key_hash", keyHash(r.Key))
+		return fmt.Errorf("pgstore: release: %w", testserver.ErrFenced)
+	}
+	return nil
+}
+
+// Sweep implements testserver.Store: it deletes at most limit completed
+// records past their retention, oldest expiry first, in one statement.
+// Call it in a loop until it returns fewer than limit to drain a backlog
+// without holding long locks.
+func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("pgstore: sweep limit must be positive, got %d", limit)
+	}
+	tag, err := s.pool.Exec(ctx, s.q.sweep, limit)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: sweep: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// validateCompletion rejects a completion no store should accept.
+func validateCompletion(c testserver.Completion) error {
+	if c.Retention < time.Microsecond {
+		return fmt.Errorf("retention must be at least 1µs, got %v", c.Retention)
+	}
+	if c.Response.Status < 100 || c.Response.Status > 999 {
+		return fmt.Errorf("cannot store HTTP status %d", c.Response.Status)
+	}
+	return nil
+}
+
+// deref returns *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// nonNil keeps an empty body an empty bytea rather than NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

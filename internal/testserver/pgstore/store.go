@@ -1,0 +1,74 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// Store is a testserver.Store in PostgreSQL. It is safe for concurrent
+// use, and any number of Stores (in one process or many) may share one
+// database and schema.
+type Store struct {
+	pool   *pgxpool.Pool
+	q      queries
+	logger *slog.Logger
+}
+
+var _ testserver.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value string), creates the store's schema if it is missing and
+// returns the store. It fails, rather than returning a store that fails
+// later, when the database cannot be reached.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	poolCfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx redacts the password from the DSN it quotes.
+		return nil, fmt.Errorf("pgstore: invalid DSN: %w", err)
+	}
+	if poolCfg.ConnConfig.ConnectTimeout == 0 {
+		poolCfg.ConnConfig.ConnectTimeout = cfg.connectTimeout
+	}
+	if cfg.maxConns > 0 {
+		poolCfg.MaxConns = cfg.maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := migrate(ctx, pool, cfg.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open schema %q: %w", cfg.schema, err)
+	}
+	cfg.logger.Debug("pgstore opened", "schema", cfg.schema)
+	return &Store{pool: pool, q: newQueries(cfg.schema), logger: cfg.logger}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// keyHash is what logs show instead of an idempotency key.
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
+
+// table returns the quoted, schema-qualified name of one of the tables.
+func table(schema, name string) string {
+	return pgx.Identifier{schema, name}.Sanitize()
+}

@@ -1,0 +1,50 @@
+// Package redisstore is a testserver.Store kept in Redis, so several
+// replicas of the reference server share one set of idempotency keys.
+//
+// # How it works
+//
+// Every operation is one Lua script, which Redis runs atomically:
+//
+//   - Reserve creates the record only if it is absent, or takes over a
+//     reservation whose lease has run out (same fingerprint only) — the
+//     SET NX PX pattern, with the takeover folded into the same step.
+//   - Complete, Release and the completion passed to CreatePayment and
+//     CreateOperation first compare the caller's fencing token with the
+//     record's; on a mismatch nothing is written and the call returns
+//     testserver.ErrFenced.
+//   - Leases are compared against the Redis server's clock (TIME inside
+//     the script), never the replicas' clocks.
+//   - Retention is a key expiry (PEXPIREAT) set when a record completes:
+//     Redis frees an expired record itself, sweep or no sweep. Completing
+//     also indexes the record by its expiry in one sorted set, which Sweep
+//     works through in batches so it can report what left the store and
+//     keep the index small. A reservation abandoned by a crashed owner
+//     expires once its lease plus WithReservationGrace have passed.
+//
+// Redis does not roll back a script that fails halfway. Every check runs
+// before the first write, so only a write refused mid-script (out of
+// memory) could split an effect from its completion; the completion is
+// written first, so such a split can replay a resource that is missing
+// but never execute a request twice.
+//
+// # Durability: read this before using it for money
+//
+// Redis acknowledges a write once it is in memory. Unless the server runs
+// with AOF and `appendfsync always`, a crash or restart can lose writes
+// that were already acknowledged — the default `appendfsync everysec`
+// loses up to a second of them, and a server started with
+// `--save "" --appendonly no` (as on the project's CI and development
+// machines) forgets every key on restart. A forgotten key means a retry
+// after the restart executes the request again: the exactly-once promise
+// holds only as long as Redis keeps its data. Replication is asynchronous
+// too, so a failover can lose acknowledged writes the same way. Use
+// package pgstore where that is not acceptable.
+//
+// # Keys
+//
+// All keys start with the store's prefix (default "idem:"). Records live
+// under prefix+"rec:"+hash(scope, key), payments and operations under
+// prefix+"pay:"/"op:"+hash(principal)+":"+id, with a sorted set per
+// principal listing its payments, a payment counter and the expiry index. For Redis Cluster, put a hash tag in the
+// prefix (for example "{idem}:") so each script's keys share a slot.
+package redisstore

@@ -1,0 +1,62 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultPrefix starts every key the store writes unless WithPrefix says
+// otherwise.
+const DefaultPrefix = "idem:"
+
+// DefaultReservationGrace is how long a reservation outlives its lease
+// before Redis drops it, unless WithReservationGrace says otherwise.
+const DefaultReservationGrace = 24 * time.Hour
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	prefix string
+	logger *slog.Logger
+	grace  time.Duration
+}
+
+func newConfig(opts []Option) (config, error) {
+	cfg := config{prefix: DefaultPrefix, grace: DefaultReservationGrace}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.prefix == "" {
+		return config{}, errors.New("redisstore: key prefix must not be empty")
+	}
+	if cfg.grace < 0 {
+		return config{}, fmt.Errorf("redisstore: reservation grace must not be negative, got %v", cfg.grace)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
+
+// WithPrefix starts every key the store writes with prefix (default
+// DefaultPrefix), so several stores can share one Redis database.
+func WithPrefix(prefix string) Option {
+	return func(c *config) { c.prefix = prefix }
+}
+
+// WithLogger sends the store's diagnostics to l. A nil logger, the
+// default, discards them. Keys are logged only as a short hash.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithReservationGrace sets how long a reservation stays in Redis after
+// its lease ran out (default DefaultReservationGrace). Until then its
+// owner may still complete it if nobody took it over; afterwards the key
+// is free again and a late completion is fenced.
+func WithReservationGrace(d time.Duration) Option {
+	return func(c *config) { c.grace = d }
+}

@@ -1,0 +1,140 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// luaPrelude is shared by every script. Times are the Redis server's, in
+// milliseconds. A completion's arguments are five consecutive ARGV
+// entries: status, header JSON, body, resource id, retention in ms; the
+// expiry index is always the last key.
+const luaPrelude = `
+local function now_ms()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function owns(rec, token)
+	if token == '' then return false end
+	local f = redis.call('HMGET', rec, 'state', 'token')
+	return f[1] == 'reserved' and f[2] == token
+end
+
+local function complete(rec, i)
+	local expires = now_ms() + tonumber(ARGV[i + 4])
+	redis.call('HDEL', rec, 'token', 'lease')
+	redis.call('HSET', rec, 'state', 'completed', 'status', ARGV[i], 'header', ARGV[i + 1],
+		'body', ARGV[i + 2], 'rid', ARGV[i + 3], 'expires', expires)
+	redis.call('PEXPIREAT', rec, expires)
+	redis.call('ZADD', KEYS[#KEYS], expires, rec)
+end
+`
+
+// reserveLua: KEYS[1] record; ARGV token, lease ms, fingerprint,
+// principal, method, route, key, grace ms. Returns {'reserved'} or
+// {'existing', field, value, …}.
+const reserveLua = luaPrelude + `
+local rec = KEYS[1]
+local now = now_ms()
+local f = redis.call('HMGET', rec, 'state', 'lease', 'fp', 'expires')
+local free = true
+if f[1] == 'reserved' then
+	free = tonumber(f[2]) <= now and f[3] == ARGV[3]
+elseif f[1] == 'completed' then
+	free = tonumber(f[4]) <= now
+end
+if not free then
+	local out = redis.call('HGETALL', rec)
+	table.insert(out, 1, 'existing')
+	return out
+end
+local lease = now + tonumber(ARGV[2])
+redis.call('DEL', rec)
+redis.call('HSET', rec, 'state', 'reserved', 'token', ARGV[1], 'lease', lease, 'fp', ARGV[3],
+	'created', now, 'principal', ARGV[4], 'method', ARGV[5], 'route', ARGV[6], 'key', ARGV[7])
+redis.call('PEXPIREAT', rec, lease + tonumber(ARGV[8]))
+return {'reserved'}
+`
+
+// completeLua: KEYS[1] record, KEYS[2] expiry index; ARGV token, then a completion. Returns 1,
+// or 0 when the token does not own the record.
+const completeLua = luaPrelude + `
+if not owns(KEYS[1], ARGV[1]) then return 0 end
+complete(KEYS[1], 2)
+return 1
+`
+
+// releaseLua: KEYS[1] record; ARGV token. Returns 1, or 0 when the token
+// does not own the record.
+const releaseLua = luaPrelude + `
+if not owns(KEYS[1], ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`
+
+// createPaymentLua: KEYS payment, principal's index, payment count and,
+// with a completion, the record and the expiry index; ARGV id, principal, amount, currency,
+// reference, status, created, index score, then token and a completion.
+// Returns 'ok', 'fenced' or 'duplicate'.
+const createPaymentLua = luaPrelude + `
+local withCompletion = #KEYS == 5
+if withCompletion and not owns(KEYS[4], ARGV[9]) then return 'fenced' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
+if withCompletion then complete(KEYS[4], 10) end
+local seq = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'principal', ARGV[2], 'amount', ARGV[3],
+	'currency', ARGV[4], 'reference', ARGV[5], 'status', ARGV[6], 'created', ARGV[7])
+redis.call('ZADD', KEYS[2], ARGV[8], string.format('%020d', seq) .. ':' .. ARGV[1])
+return 'ok'
+`
+
+// createOperationLua: KEYS operation and, with a completion, the record
+// and the expiry index;
+// ARGV id, principal, kind, amount, currency, reference, created, settle
+// at, then token and a completion. Returns 'ok', 'fenced' or 'duplicate'.
+const createOperationLua = luaPrelude + `
+local withCompletion = #KEYS == 3
+if withCompletion and not owns(KEYS[2], ARGV[9]) then return 'fenced' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
+if withCompletion then complete(KEYS[2], 10) end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'principal', ARGV[2], 'kind', ARGV[3], 'amount', ARGV[4],
+	'currency', ARGV[5], 'reference', ARGV[6], 'created', ARGV[7], 'settle_at', ARGV[8])
+return 'ok'
+`
+
+// sweepLua: KEYS[1] expiry index; ARGV limit. Removes up to limit index
+// entries whose time has passed, deleting each record that is still the
+// expired completed one (Redis may have dropped it already; a record
+// taken over since is left alone), and returns how many expired records
+// left the store.
+const sweepLua = luaPrelude + `
+local now = now_ms()
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local swept = 0
+for _, rec in ipairs(due) do
+	local f = redis.call('HMGET', rec, 'state', 'expires')
+	if f[1] == 'completed' and tonumber(f[2]) <= now then
+		redis.call('DEL', rec)
+		swept = swept + 1
+	elseif not f[1] then
+		swept = swept + 1
+	end
+	redis.call('ZREM', KEYS[1], rec)
+end
+return swept
+`
+
+// scripts are the store's Lua scripts, loaded on first use (EVALSHA with
+// a fallback to EVAL).
+type scripts struct {
+	reserve, complete, release, sweep, createPayment, createOperation *redis.Script
+}
+
+func newScripts() scripts {
+	return scripts{
+		reserve:         redis.NewScript(reserveLua),
+		complete:        redis.NewScript(completeLua),
+		release:         redis.NewScript(releaseLua),
+		sweep:           redis.NewScript(sweepLua),
+		createPayment:   redis.NewScript(createPaymentLua),
+		createOperation: redis.NewScript(createOperationLua),
+	}
+}

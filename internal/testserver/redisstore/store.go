@@ -1,0 +1,226 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// Store is a testserver.Store in Redis. It is safe for concurrent use, and
+// any number of Stores (in one process or many) may share one Redis
+// database and prefix.
+type Store struct {
+	client  *redis.Client
+	keys    keys
+	scripts scripts
+	grace   time.Duration
+	logger  *slog.Logger
+}
+
+var _ testserver.Store = (*Store)(nil)
+
+// Open connects to the Redis server named by url (redis://, rediss:// or
+// unix://, as redis.ParseURL reads it) and checks that it answers. It
+// fails, rather than returning a store that fails later, when the server
+// cannot be reached.
+//
+// The client does not retry commands by itself: a script whose reply was
+// lost may have run, and only the caller's retry under the same
+// idempotency key resolves that safely.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	ropts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: invalid URL: %w", err)
+	}
+	ropts.MaxRetries = -1
+	client := redis.NewClient(ropts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redisstore: connect to %s: %w", ropts.Addr, err)
+	}
+	return &Store{
+		client:  client,
+		keys:    keys{prefix: cfg.prefix},
+		scripts: newScripts(),
+		grace:   cfg.grace,
+		logger:  cfg.logger,
+	}, nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	return s.client.Close()
+}
+
+// Reserve implements testserver.Store.
+func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, fingerprint string, lease time.Duration) (*testserver.Reservation, *testserver.Record, error) {
+	if key == "" || fingerprint == "" {
+		return nil, nil, errors.New("redisstore: reserve needs a key and a fingerprint")
+	}
+	if lease < time.Millisecond {
+		return nil, nil, fmt.Errorf("redisstore: lease must be at least 1ms, got %v", lease)
+	}
+	token := rand.Text()
+	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key)},
+		token, lease.Milliseconds(), fingerprint, scope.Principal, scope.Method, scope.Route, key, s.grace.Milliseconds(),
+	).Slice()
+	if err != nil {
+		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
+	}
+	if len(reply) == 1 && reply[0] == "reserved" {
+		s.logger.Debug("redisstore: key reserved", "key_hash", keyHash(key))
+		return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+	}
+	if len(reply) == 0 || reply[0] != "existing" {
+		return nil, nil, fmt.Errorf("redisstore: reserve: unexpected reply %v", reply)
+	}
+	rec, err := parseRecord(scope, key, reply[1:])
+	if err != nil {
+		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
+	}
+	return nil, rec, nil
+}
+
+// Complete implements testserver.Store.
+func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
+	args, err := completionArgs(c)
+	if err != nil {
+		return fmt.Errorf("redisstore: complete: %w", err)
+	}
+	r := c.Reservation
+	owned, err := s.scripts.complete.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries()}, args...).Int64()
+	if err != nil {
+		return fmt.Errorf("redisstore: complete: %w", err)
+	}
+	if owned == 0 {
+		s.logger.Info("redisstore: stale owner fenced on complete", "key_hash", keyHash(r.Key))
+		return fmt.Errorf("redisstore: complete: %w", testserver.ErrFenced)
+	}
+	return nil
+}
+
+// Release implements testserver.Store.
+func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
+	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key)}, r.Token).Int64()
+	if err != nil {
+		return fmt.Errorf("redisstore: release: %w", err)
+	}
+	if owned == 0 {
+		s.logger.Info("redisstore: stale owner fenced on release", "key_hash", keyHash(r.Key))
+		return fmt.Errorf("redisstore: release: %w", testserver.ErrFenced)
+	}
+	return nil
+}
+
+// Sweep implements testserver.Store. Redis itself drops a completed record
+// when its retention ends (PEXPIREAT), so the memory comes back without
+// Sweep; what Sweep does is work through the expiry index, removing up to
+// limit entries that are due and deleting any such record Redis has not
+// dropped yet. It returns how many expired records left the store,
+// counting those Redis dropped first. Run it periodically, as with any
+// store, or the index keeps an entry per key ever completed.
+func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("redisstore: sweep limit must be positive, got %d", limit)
+	}
+	n, err := s.scripts.sweep.Run(ctx, s.client, []string{s.keys.expiries()}, limit).Int()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: sweep: %w", err)
+	}
+	return n, nil
+}
+
+// completionArgs returns the script arguments of c: its token, then
+// status, header JSON, body, resource id and retention in milliseconds.
+func completionArgs(c testserver.Completion) ([]any, error) {
+	if c.Retention < time.Millisecond {
+		return nil, fmt.Errorf("retention must be at least 1ms, got %v", c.Retention)
+	}
+	if c.Response.Status < 100 || c.Response.Status > 999 {
+		return nil, fmt.Errorf("cannot store HTTP status %d", c.Response.Status)
+	}
+	header := ""
+	if c.Response.Header != nil {
+		b, err := json.Marshal(c.Response.Header)
+		if err != nil {
+			return nil, fmt.Errorf("encode response headers: %w", err)
+		}
+		header = string(b)
+	}
+	return []any{
+		c.Reservation.Token, c.Response.Status, header, c.Response.Body,
+		c.Response.ResourceID, c.Retention.Milliseconds(),
+	}, nil
+}
+
+// parseRecord builds a record from an HGETALL reply.
+func parseRecord(scope testserver.Scope, key string, flat []any) (*testserver.Record, error) {
+	f := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		name, _ := flat[i].(string)
+		value, _ := flat[i+1].(string)
+		f[name] = value
+	}
+	rec := &testserver.Record{
+		Scope:       scope,
+		Key:         key,
+		Fingerprint: f["fp"],
+		State:       testserver.RecordState(f["state"]),
+		Token:       f["token"],
+	}
+	var err error
+	if rec.LeaseExpires, err = millis(f["lease"]); err != nil {
+		return nil, fmt.Errorf("stored lease: %w", err)
+	}
+	if rec.CreatedAt, err = millis(f["created"]); err != nil {
+		return nil, fmt.Errorf("stored creation time: %w", err)
+	}
+	if rec.ExpiresAt, err = millis(f["expires"]); err != nil {
+		return nil, fmt.Errorf("stored expiry: %w", err)
+	}
+	if rec.State == testserver.StateCompleted {
+		if rec.Response, err = parseResponse(f); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+func parseResponse(f map[string]string) (*testserver.Response, error) {
+	status, err := strconv.Atoi(f["status"])
+	if err != nil {
+		return nil, fmt.Errorf("stored status: %w", err)
+	}
+	resp := &testserver.Response{Status: status, Body: []byte(f["body"]), ResourceID: f["rid"]}
+	if h := f["header"]; h != "" {
+		if err := json.Unmarshal([]byte(h), &resp.Header); err != nil {
+			return nil, fmt.Errorf("stored response headers are corrupt: %w", err)
+		}
+	}
+	return resp, nil
+}
+
+// millis parses Unix milliseconds; an absent field is the zero time.
+func millis(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms), nil
+}

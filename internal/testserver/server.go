@@ -1,0 +1,270 @@
+package testserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Routes the idempotency layer guards; they are also the route part of a
+// key's scope.
+const (
+	routePayments = "/v1/payments"
+	routePayouts  = "/v1/payouts"
+)
+
+// Server is the reference server: the payments API behind the
+// idempotency layer, with fault injection. Serve its Handler with any
+// http.Server; Close it when done.
+type Server struct {
+	handler   http.Handler
+	store     Store
+	ownsStore bool
+	faults    *Faults
+	guarded   atomic.Int64
+
+	stopSweeper context.CancelFunc
+	sweeperDone chan struct{}
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// config holds the options of New.
+type config struct {
+	store         Store
+	clock         func() time.Time
+	lease         time.Duration
+	retention     time.Duration
+	store5xx      bool
+	maxBody       int64
+	logger        *slog.Logger
+	payoutDelay   time.Duration
+	adminToken    string
+	sweepInterval time.Duration
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithStore makes the server keep its records and payments in s, which
+// the caller owns and closes. The default is a new MemoryStore, which
+// Close closes.
+func WithStore(s Store) Option { return func(c *config) { c.store = s } }
+
+// WithServerClock makes the server read time from now: payment and
+// operation times, and when a payout settles. The default memory store
+// reads the same clock; a store given with WithStore keeps its own.
+func WithServerClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// WithServerLease sets the idempotency lease (default DefaultLease).
+func WithServerLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// WithServerRetention sets how long completed keys are replayed (default
+// DefaultRetention).
+func WithServerRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
+
+// WithServerStore5xx makes 5xx answers final and replayed instead of
+// releasing the key.
+func WithServerStore5xx(store bool) Option { return func(c *config) { c.store5xx = store } }
+
+// WithServerMaxBody sets the largest request body accepted (default
+// DefaultMaxBody); larger ones are answered 413.
+func WithServerMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithServerLogger sets where the server logs; nil, the default, is
+// silent.
+func WithServerLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithPayoutDelay sets how long a payout stays pending (default
+// DefaultPayoutDelay; 0 settles at once).
+func WithPayoutDelay(d time.Duration) Option { return func(c *config) { c.payoutDelay = d } }
+
+// WithAdminToken enables /admin/faults for requests carrying
+// "Authorization: Bearer <token>". Without it the endpoint does not
+// exist (404).
+func WithAdminToken(token string) Option { return func(c *config) { c.adminToken = token } }
+
+// WithSweepInterval sets how often expired keys are purged (default
+// DefaultSweepInterval).
+func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweepInterval = d } }
+
+// New assembles a reference server and starts its sweeper. Invalid
+// options are an error.
+func New(opts ...Option) (*Server, error) {
+	cfg := config{
+		clock:         time.Now,
+		lease:         DefaultLease,
+		retention:     DefaultRetention,
+		maxBody:       DefaultMaxBody,
+		payoutDelay:   DefaultPayoutDelay,
+		sweepInterval: DefaultSweepInterval,
+	}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{store: cfg.store, faults: &Faults{}}
+	if s.store == nil {
+		s.store = NewMemoryStore(WithClock(cfg.clock))
+		s.ownsStore = true
+	}
+	s.handler = s.routes(cfg)
+	s.startSweeper(cfg)
+	return s, nil
+}
+
+// validate rejects options that cannot work, naming the option.
+func (c *config) validate() error {
+	var errs []error
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, d))
+		}
+	}
+	positive("lease", c.lease)
+	positive("retention", c.retention)
+	positive("sweep interval", c.sweepInterval)
+	if c.maxBody <= 0 {
+		errs = append(errs, fmt.Errorf("max body must be positive, got %d", c.maxBody))
+	}
+	if c.payoutDelay < 0 {
+		errs = append(errs, fmt.Errorf("payout delay must not be negative, got %v", c.payoutDelay))
+	}
+	if c.clock == nil {
+		errs = append(errs, errors.New("clock must not be nil"))
+	}
+	if c.adminToken != "" && !isVisibleASCII(c.adminToken) {
+		errs = append(errs, errors.New("admin token must be visible ASCII without spaces"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("testserver: %w", err)
+	}
+	return nil
+}
+
+func isVisibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// routes builds the mux. Every path answers wrong methods with a 405
+// problem and an Allow header; unknown paths get a 404 problem.
+func (s *Server) routes(cfg config) http.Handler {
+	api := &paymentsAPI{
+		store:       s.store,
+		now:         cfg.clock,
+		maxBody:     cfg.maxBody,
+		payoutDelay: cfg.payoutDelay,
+		logger:      cfg.logger,
+	}
+	idem := NewIdempotency(s.store,
+		WithLease(cfg.lease), WithRetention(cfg.retention), WithStore5xx(cfg.store5xx),
+		WithMaxBody(cfg.maxBody), WithLogger(cfg.logger))
+	guard := func(route string, h http.HandlerFunc) http.Handler {
+		inner := s.faults.outside(idem.Wrap(route, s.faults.inside(h)), cfg.logger)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.guarded.Add(1)
+			inner.ServeHTTP(w, r)
+		})
+	}
+
+	mux := http.NewServeMux()
+	handleMethods(mux, routePayments, map[string]http.Handler{
+		http.MethodGet:  http.HandlerFunc(api.listPayments),
+		http.MethodPost: guard(routePayments, api.createPayment),
+	})
+	handleMethods(mux, routePayments+"/{id}", map[string]http.Handler{
+		http.MethodGet: http.HandlerFunc(api.getPayment),
+	})
+	handleMethods(mux, routePayouts, map[string]http.Handler{
+		http.MethodPost: guard(routePayouts, api.createPayout),
+	})
+	handleMethods(mux, "/v1/operations/{id}", map[string]http.Handler{
+		http.MethodGet: http.HandlerFunc(api.getOperation),
+	})
+	if cfg.adminToken != "" {
+		admin := newAdminAPI(s.faults, cfg.adminToken, cfg.logger)
+		handleMethods(mux, adminFaultsPath, map[string]http.Handler{
+			http.MethodGet:    http.HandlerFunc(admin.get),
+			http.MethodPost:   http.HandlerFunc(admin.post),
+			http.MethodDelete: http.HandlerFunc(admin.clear),
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no resource at this path", 0)
+	})
+	return mux
+}
+
+// handleMethods registers one handler per method on path, and a 405
+// problem with Allow for every other method. GET also serves HEAD.
+func handleMethods(mux *http.ServeMux, path string, handlers map[string]http.Handler) {
+	allowed := make([]string, 0, len(handlers)+1)
+	for method, h := range handlers {
+		mux.Handle(method+" "+path, h)
+		allowed = append(allowed, method)
+		if method == http.MethodGet {
+			allowed = append(allowed, http.MethodHead)
+		}
+	}
+	slices.Sort(allowed)
+	allow := strings.Join(allowed, ", ")
+	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		WriteProblem(w, http.StatusMethodNotAllowed, ProblemMethodNotAllowed, "Method not allowed",
+			fmt.Sprintf("%s is not allowed here; allowed: %s", r.Method, allow), 0)
+	})
+}
+
+// startSweeper purges expired keys in the background until Close.
+func (s *Server) startSweeper(cfg config) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSweeper = cancel
+	s.sweeperDone = make(chan struct{})
+	go func() {
+		defer close(s.sweeperDone)
+		RunSweeper(ctx, s.store, cfg.sweepInterval, DefaultSweepBatch, cfg.logger)
+	}()
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Faults returns the server's fault injector.
+func (s *Server) Faults() *Faults { return s.faults }
+
+// Store returns the store the server uses.
+func (s *Server) Store() Store { return s.store }
+
+// GuardedRequests returns how many guarded requests (POST to /v1/payments
+// and /v1/payouts) have arrived, faulted ones included: one per attempt.
+func (s *Server) GuardedRequests() int { return int(s.guarded.Load()) }
+
+// Close stops the sweeper and closes the store if New created it. A store
+// given with WithStore stays open. Close is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.stopSweeper()
+		<-s.sweeperDone
+		if s.ownsStore {
+			s.closeErr = s.store.Close()
+		}
+	})
+	return s.closeErr
+}

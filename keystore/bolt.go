@@ -1,0 +1,371 @@
+package keystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bolt is the durable Store: one bbolt file, embedded in the process, held
+// exclusively (a second process that opens it waits, then gets ErrLocked).
+//
+// Durability: every method that changes state (Create, Update, Purge)
+// returns only after its bbolt transaction has committed, and a bbolt
+// commit writes the data pages, fdatasyncs, writes the meta page and
+// fdatasyncs again. So a nil error means the change survives a crash of
+// the process or of the machine. The one exception is BoltOptions.NoSync,
+// which skips the fdatasyncs and is for tests only.
+//
+// Concurrent Creates and Updates share one transaction, and so one commit
+// (see committer); a lone call commits at once.
+type Bolt struct {
+	db     *bolt.DB
+	path   string
+	writes *committer
+
+	// purgeBatch and purgeScan bound the deletions and the records looked
+	// at in one Purge transaction, so a long purge never holds the write
+	// lock for long.
+	purgeBatch, purgeScan int
+
+	// closeMu is held for reading by every call and for writing by Close,
+	// so Close waits for calls in flight and later calls see closed.
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+var _ Store = (*Bolt)(nil)
+
+// Bounds of one Purge transaction: records deleted, records looked at.
+const (
+	defaultPurgeBatch = 1000
+	defaultPurgeScan  = 10000
+)
+
+func newBolt(db *bolt.DB, path string) *Bolt {
+	return &Bolt{db: db, path: path, writes: newCommitter(db, path),
+		purgeBatch: defaultPurgeBatch, purgeScan: defaultPurgeScan}
+}
+
+// Path returns the path of the keystore file.
+func (b *Bolt) Path() string { return b.path }
+
+// Create stores r unless r.Name is non-empty and a record with that name
+// exists: then it returns that record and created=false and writes
+// nothing. On success existing is the stored record (a copy of r when
+// created), so it is never nil when err is nil. The name check and the key
+// check run in the same write transaction as the write, so two concurrent
+// Creates of one name store exactly one record. A key already stored is
+// ErrDuplicateKey.
+func (b *Bolt) Create(ctx context.Context, r *Record) (existing *Record, created bool, err error) {
+	if err := checkWrite(ctx, "create", r); err != nil {
+		return nil, false, err
+	}
+	release, err := b.enter()
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+
+	// A retried Create of a known name needs no write transaction at all.
+	if r.Name != "" {
+		rec, err := b.getByName(r.Name)
+		if err == nil {
+			return rec, false, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, false, err
+		}
+	}
+	data, err := encodeRecord(r)
+	if err != nil {
+		return nil, false, err
+	}
+	key, name := []byte(r.Key), []byte(r.Name)
+	err = b.writes.submit(ctx, func(tx *bolt.Tx) (bool, error) {
+		existing, created = nil, false
+		if len(name) > 0 {
+			if k := tx.Bucket(bucketNames).Get(name); k != nil {
+				rec, err := namedRecord(tx, string(name), string(k))
+				existing = rec
+				return false, err
+			}
+		}
+		records := tx.Bucket(bucketRecords)
+		if records.Get(key) != nil {
+			return false, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+		}
+		if err := records.Put(key, data); err != nil {
+			return true, fmt.Errorf("keystore: create %s: %w", key, err)
+		}
+		if len(name) > 0 {
+			if err := tx.Bucket(bucketNames).Put(name, key); err != nil {
+				return true, fmt.Errorf("keystore: create %s: index name: %w", key, err)
+			}
+		}
+		created = true
+		return true, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		existing = r.Clone()
+	}
+	return existing, created, nil
+}
+
+// Get returns the record with this key, or ErrNotFound.
+func (b *Bolt) Get(ctx context.Context, key string) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	release, err := b.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var rec *Record
+	err = b.view(func(tx *bolt.Tx) error {
+		var err error
+		rec, err = getRecord(tx, key)
+		return err
+	})
+	return rec, err
+}
+
+// GetByName returns the record with this name, or ErrNotFound.
+func (b *Bolt) GetByName(ctx context.Context, name string) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	release, err := b.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return b.getByName(name)
+}
+
+// getByName is GetByName for a call already admitted by enter.
+func (b *Bolt) getByName(name string) (*Record, error) {
+	var rec *Record
+	err := b.view(func(tx *bolt.Tx) error {
+		var key []byte
+		if name != "" {
+			key = tx.Bucket(bucketNames).Get([]byte(name))
+		}
+		if key == nil {
+			return fmt.Errorf("%w: name %q", ErrNotFound, name)
+		}
+		var err error
+		rec, err = namedRecord(tx, name, string(key))
+		return err
+	})
+	return rec, err
+}
+
+// Update replaces the stored record with r.Key. It returns ErrNotFound if
+// there is none, and an error if r.Name differs from the stored name: a
+// name belongs to its intent for life.
+func (b *Bolt) Update(ctx context.Context, r *Record) error {
+	if err := checkWrite(ctx, "update", r); err != nil {
+		return err
+	}
+	release, err := b.enter()
+	if err != nil {
+		return err
+	}
+	defer release()
+	data, err := encodeRecord(r)
+	if err != nil {
+		return err
+	}
+	key := []byte(r.Key)
+	return b.writes.submit(ctx, func(tx *bolt.Tx) (bool, error) {
+		records := tx.Bucket(bucketRecords)
+		old := records.Get(key)
+		if old == nil {
+			return false, fmt.Errorf("update: %w: key %s", ErrNotFound, key)
+		}
+		sum, err := decodeSummary(r.Key, old)
+		if err != nil {
+			return false, err
+		}
+		if sum.Name != r.Name {
+			return false, nameChanged(r.Key, sum.Name, r.Name)
+		}
+		if err := records.Put(key, data); err != nil {
+			return true, fmt.Errorf("keystore: update %s: %w", key, err)
+		}
+		return true, nil
+	})
+}
+
+// List returns the records matching f, oldest first. A record that cannot
+// be decoded fails the whole call with ErrCorrupt naming its key, rather
+// than hiding an intent.
+func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	release, err := b.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []*Record
+	err = b.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			rec, err := decodeRecord(string(k), v)
+			if err != nil {
+				return err
+			}
+			if f.matches(rec) {
+				out = append(out, rec)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortOldestFirst(out)
+	return out, nil
+}
+
+// Close waits for calls in flight, then closes the file and releases its
+// lock. Later calls, Close included, return ErrClosed.
+func (b *Bolt) Close() error {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.closed = true
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("keystore: close %s: %w", b.path, err)
+	}
+	return nil
+}
+
+// enter admits a call unless the store is closed; the caller runs release
+// when done.
+func (b *Bolt) enter() (release func(), err error) {
+	b.closeMu.RLock()
+	if b.closed {
+		b.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	return b.closeMu.RUnlock, nil
+}
+
+// view runs fn in a read transaction, a damaged file reported as ErrCorrupt.
+func (b *Bolt) view(fn func(tx *bolt.Tx) error) error {
+	return guard(b.path, func() error { return b.db.View(fn) })
+}
+
+// getRecord reads and decodes the record with key, or ErrNotFound.
+func getRecord(tx *bolt.Tx, key string) (*Record, error) {
+	data := tx.Bucket(bucketRecords).Get([]byte(key))
+	if data == nil {
+		return nil, fmt.Errorf("%w: key %s", ErrNotFound, key)
+	}
+	return decodeRecord(key, data)
+}
+
+// namedRecord reads the record the name index maps name to. The index and
+// the records change in the same transactions, so a name without its
+// record is damage.
+func namedRecord(tx *bolt.Tx, name, key string) (*Record, error) {
+	rec, err := getRecord(tx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%w: name %q maps to missing record %s", ErrCorrupt, name, key)
+	}
+	return rec, err
+}
+
+// Purge deletes final records whose UpdatedAt is before olderThan, and their
+// names, in transactions of at most a bounded number of deletions, each
+// committed before the next starts. It returns how many it deleted; if ctx
+// ends or a transaction fails, the count covers the committed ones.
+// Pending records are never purged.
+func (b *Bolt) Purge(ctx context.Context, olderThan time.Time) (int, error) {
+	release, err := b.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	total := 0
+	var from []byte // first key of the next transaction's scan
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int
+		var next []byte
+		err := guard(b.path, func() error {
+			return b.db.Update(func(tx *bolt.Tx) error {
+				var err error
+				n, next, err = b.purgeRange(tx, from, olderThan)
+				if err == nil && n == 0 {
+					return errNoWrites // nothing to commit: skip the fsync
+				}
+				return err
+			})
+		})
+		if err != nil && !errors.Is(err, errNoWrites) {
+			return total, fmt.Errorf("keystore: purge %s: %w", b.path, err)
+		}
+		total += n
+		if next == nil {
+			return total, nil
+		}
+		from = next
+	}
+}
+
+// purgeRange deletes purgeable records from key from onward until it has
+// deleted purgeBatch or looked at purgeScan records. It returns the
+// number deleted and the key to resume at (nil at the end).
+func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, olderThan time.Time) (int, []byte, error) {
+	records, names := tx.Bucket(bucketRecords), tx.Bucket(bucketNames)
+	type victim struct{ key, name []byte }
+	var victims []victim
+	var next []byte
+	c := records.Cursor()
+	k, v := c.First()
+	if from != nil {
+		k, v = c.Seek(from)
+	}
+	for scanned := 0; k != nil; k, v = c.Next() {
+		if len(victims) == b.purgeBatch || scanned == b.purgeScan {
+			next = append([]byte(nil), k...)
+			break
+		}
+		scanned++
+		sum, err := decodeSummary(string(k), v)
+		if err != nil {
+			return 0, nil, err
+		}
+		if purgeable(sum.State, sum.UpdatedAt, olderThan) {
+			// Keys are copied: deleting invalidates the cursor's memory.
+			victims = append(victims, victim{key: append([]byte(nil), k...), name: []byte(sum.Name)})
+		}
+	}
+	for _, vic := range victims {
+		if err := records.Delete(vic.key); err != nil {
+			return 0, nil, err
+		}
+		if len(vic.name) > 0 && string(names.Get(vic.name)) == string(vic.key) {
+			if err := names.Delete(vic.name); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	return len(victims), next, nil
+}

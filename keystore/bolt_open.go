@@ -1,0 +1,241 @@
+package keystore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Layout of a keystore file.
+var (
+	bucketMeta    = []byte("meta")    // format marker and version
+	bucketRecords = []byte("records") // key -> encoded Record
+	bucketNames   = []byte("names")   // name -> key
+
+	metaFormatKey  = []byte("format")
+	metaVersionKey = []byte("version")
+	formatMarker   = []byte("idem-keystore")
+)
+
+// formatVersion is the layout version written into new files. A file with a
+// higher version comes from a newer build and is refused.
+const formatVersion byte = 1
+
+// OpenBolt opens the keystore file at path, creating it if it does not
+// exist. opts may be nil.
+//
+// A new file is built under a temporary name and linked into place only
+// once its layout is committed, so a file found at path is either a
+// complete keystore or something else: an empty file, a bbolt file of
+// another program, or a damaged file all fail with an error wrapping
+// ErrCorrupt that names path. If another process has the file open,
+// OpenBolt waits up to opts.Timeout and then fails with an error wrapping
+// ErrLocked.
+func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
+	o := opts.withDefaults()
+	if path == "" {
+		return nil, errors.New("keystore: open bolt: empty path")
+	}
+	if err := ensureFile(path, o); err != nil {
+		return nil, err
+	}
+	db, err := openFile(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLayout(db, path); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return newBolt(db, path), nil
+}
+
+// ensureFile creates a keystore at path unless something is there already.
+func ensureFile(path string, o BoltOptions) error {
+	_, err := os.Lstat(path)
+	if err == nil {
+		return nil // something is there; openFile and checkLayout judge it
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("keystore: open %s: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, base+".new-*")
+	if err != nil {
+		return fmt.Errorf("keystore: create %s: %w", path, err)
+	}
+	tmpPath := tmp.Name()
+	defer os.Remove(tmpPath) // after a link, only the temporary name goes
+	err = tmp.Chmod(o.Mode)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = initLayout(tmpPath, o)
+	}
+	if err == nil {
+		err = publish(tmpPath, path)
+	}
+	if err != nil {
+		return fmt.Errorf("keystore: create %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// initLayout writes the buckets and the format marker into the empty file
+// at path and commits them.
+func initLayout(path string, o BoltOptions) error {
+	db, err := bolt.Open(path, o.Mode, &bolt.Options{Timeout: o.Timeout, NoSync: o.NoSync})
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(metaFormatKey, formatMarker); err != nil {
+			return err
+		}
+		if err := meta.Put(metaVersionKey, []byte{formatVersion}); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketRecords); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket(bucketNames)
+		return err
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// publish gives the finished file at tmp the name path, unless another
+// process published one first (then that one is used). A hard link never
+// replaces an existing file; a rename is the fallback for file systems
+// without links.
+func publish(tmp, path string) error {
+	err := os.Link(tmp, path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if _, statErr := os.Lstat(path); !errors.Is(statErr, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// syncDir makes a new name in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("keystore: sync dir %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keystore: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// openFile opens the existing bbolt file at path, mapping bbolt's errors
+// onto the keystore's.
+func openFile(path string, o BoltOptions) (*bolt.DB, error) {
+	var file *os.File
+	bo := &bolt.Options{
+		Timeout: o.Timeout,
+		NoSync:  o.NoSync,
+		// Never create or initialise here: ensureFile builds new files
+		// elsewhere, so a missing or empty file is not ours, and bbolt must
+		// not turn it into an empty database.
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
+			if err != nil {
+				return nil, err
+			}
+			if info, err := f.Stat(); err != nil || info.Size() == 0 {
+				_ = f.Close()
+				if err != nil {
+					return nil, err
+				}
+				return nil, fmt.Errorf("%w: %s is empty", ErrCorrupt, path)
+			}
+			file = f
+			return f, nil
+		},
+	}
+	var db *bolt.DB
+	err := guard(path, func() error {
+		var err error
+		db, err = bolt.Open(path, o.Mode, bo)
+		return err
+	})
+	if err == nil {
+		return db, nil
+	}
+	if errors.Is(err, ErrCorrupt) && file != nil {
+		// bolt.Open panicked with the file open and locked; release both.
+		_ = file.Close()
+	}
+	return nil, openError(path, o, err)
+}
+
+// openError classifies an error of bolt.Open: lock timeout, system error,
+// or a file that is not a sound bbolt file.
+func openError(path string, o BoltOptions, err error) error {
+	var pathErr *fs.PathError
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, o.Timeout)
+	case errors.As(err, &pathErr), errors.As(err, &errno):
+		return fmt.Errorf("keystore: open %s: %w", path, err)
+	default:
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+}
+
+// checkLayout verifies that db is a whole idem keystore of a version this
+// build reads.
+func checkLayout(db *bolt.DB, path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("keystore: open %s: %w", path, err)
+	}
+	return guard(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			if tx.Size() > info.Size() {
+				return fmt.Errorf("%w: %s is truncated (%d of %d bytes)", ErrCorrupt, path, info.Size(), tx.Size())
+			}
+			meta := tx.Bucket(bucketMeta)
+			if meta == nil || !bytes.Equal(meta.Get(metaFormatKey), formatMarker) {
+				return fmt.Errorf("%w: %s has no idem keystore marker", ErrCorrupt, path)
+			}
+			v := meta.Get(metaVersionKey)
+			if len(v) != 1 || v[0] == 0 || v[0] > formatVersion {
+				return fmt.Errorf("%w: %s has unsupported format version %v", ErrCorrupt, path, v)
+			}
+			if tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketNames) == nil {
+				return fmt.Errorf("%w: %s is missing a bucket", ErrCorrupt, path)
+			}
+			return nil
+		})
+	})
+}

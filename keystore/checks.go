@@ -1,0 +1,64 @@
+package keystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// errNilRecord and errNoKey reject input no store can hold; both stores
+// return the same errors so callers see one behaviour.
+var (
+	errNilRecord = errors.New("keystore: record is nil")
+	errNoKey     = errors.New("keystore: record has no key")
+)
+
+// checkWrite validates a record given to Create or Update and the context
+// it comes with, before anything is stored.
+func checkWrite(ctx context.Context, op string, r *Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r == nil {
+		return fmt.Errorf("%s: %w", op, errNilRecord)
+	}
+	if r.Key == "" {
+		return fmt.Errorf("%s: %w", op, errNoKey)
+	}
+	return nil
+}
+
+// nameChanged is the error of an Update that tries to rename a record. A
+// name is bound to its intent for life: the name index would otherwise
+// have to move, and another record could already hold the new name.
+func nameChanged(key, stored, given string) error {
+	return fmt.Errorf("keystore: update %s: name is immutable (stored %q, given %q)", key, stored, given)
+}
+
+// purgeable reports whether Purge may delete a record in state s last
+// updated at updatedAt: final records only, strictly older than the cutoff.
+func purgeable(s State, updatedAt, olderThan time.Time) bool {
+	return s.Final() && updatedAt.Before(olderThan)
+}
+
+// matches reports whether r passes every non-zero field of f.
+func (f Filter) matches(r *Record) bool {
+	if !f.CreatedBefore.IsZero() && !r.CreatedAt.Before(f.CreatedBefore) {
+		return false
+	}
+	return len(f.States) == 0 || slices.Contains(f.States, r.State)
+}
+
+// sortOldestFirst orders records by creation time, then by key so that
+// records created in the same instant keep a stable order.
+func sortOldestFirst(recs []*Record) {
+	slices.SortFunc(recs, func(a, b *Record) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+}

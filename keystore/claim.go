@@ -1,0 +1,41 @@
+package keystore
+
+import (
+	"context"
+	"time"
+)
+
+// Claimer is offered by stores that several processes share (Postgres), so
+// that workers resuming pending intents never send one intent at the same
+// time. A claim is a lease held by an owner (a worker id, unique per
+// process) until a deadline on the store's clock; a worker that dies simply
+// lets its claims run out and another worker takes them over.
+//
+// Claims order sending, they do not fence writes: Update is not checked
+// against the claim. A worker that outlived its lease and still finishes
+// sends the same idempotency key as the new owner, so the server applies
+// the intent once either way.
+//
+// Use it through a type assertion:
+//
+//	if c, ok := store.(keystore.Claimer); ok { ... }
+type Claimer interface {
+	// Claim takes up to limit Pending records that no live claim holds,
+	// oldest first, claims them for owner until lease from now, and returns
+	// them as they are after the claim. Two owners never get the same
+	// record while its claim is live. An empty result means there is
+	// nothing to take right now.
+	Claim(ctx context.Context, owner string, lease time.Duration, limit int) ([]*Record, error)
+	// ClaimKey claims the record with key for owner until lease from now,
+	// whatever its state. It reports false, writing nothing, when another
+	// owner holds a live claim; claiming a record owner already holds
+	// renews the lease. ErrNotFound if there is no such record. After a
+	// successful claim, read the record again: the previous owner may have
+	// finished it.
+	ClaimKey(ctx context.Context, key, owner string, lease time.Duration) (bool, error)
+	// Unclaim releases owner's claim on key, once the intent is final or
+	// the worker gives it up. Releasing a claim owner does not hold (never
+	// held, already released, or taken over after it expired) changes
+	// nothing and is not an error. ErrNotFound if there is no such record.
+	Unclaim(ctx context.Context, key, owner string) error
+}

@@ -1,0 +1,171 @@
+package keystore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Memory is a Store that keeps records in process memory: nothing survives
+// the process. It suits tests and programs that need no resume after a
+// restart. Records go in and come out as deep copies, so a caller never
+// shares a map or slice with the store.
+type Memory struct {
+	mu      sync.RWMutex
+	closed  bool
+	records map[string]*Record // by key
+	names   map[string]string  // name -> key
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{
+		records: make(map[string]*Record),
+		names:   make(map[string]string),
+	}
+}
+
+// Create stores a copy of r. If r.Name is non-empty and a record with that
+// name exists, it returns a copy of that record and created=false and
+// stores nothing. On success existing is a copy of the stored record, so it
+// is never nil when err is nil. A key already stored is ErrDuplicateKey.
+func (m *Memory) Create(ctx context.Context, r *Record) (*Record, bool, error) {
+	if err := checkWrite(ctx, "create", r); err != nil {
+		return nil, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, false, ErrClosed
+	}
+	if r.Name != "" {
+		if key, ok := m.names[r.Name]; ok {
+			return m.records[key].Clone(), false, nil
+		}
+	}
+	if _, ok := m.records[r.Key]; ok {
+		return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, r.Key)
+	}
+	m.records[r.Key] = r.Clone()
+	if r.Name != "" {
+		m.names[r.Name] = r.Key
+	}
+	return r.Clone(), true, nil
+}
+
+// Get returns a copy of the record with this key, or ErrNotFound.
+func (m *Memory) Get(ctx context.Context, key string) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	r, ok := m.records[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: key %s", ErrNotFound, key)
+	}
+	return r.Clone(), nil
+}
+
+// GetByName returns a copy of the record with this name, or ErrNotFound.
+func (m *Memory) GetByName(ctx context.Context, name string) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	key, ok := m.names[name]
+	if !ok || name == "" {
+		return nil, fmt.Errorf("%w: name %q", ErrNotFound, name)
+	}
+	return m.records[key].Clone(), nil
+}
+
+// Update replaces the stored record with r.Key by a copy of r. It returns
+// ErrNotFound if there is none, and an error if r.Name differs from the
+// stored name: a name belongs to its intent for life.
+func (m *Memory) Update(ctx context.Context, r *Record) error {
+	if err := checkWrite(ctx, "update", r); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	old, ok := m.records[r.Key]
+	if !ok {
+		return fmt.Errorf("update: %w: key %s", ErrNotFound, r.Key)
+	}
+	if old.Name != r.Name {
+		return nameChanged(r.Key, old.Name, r.Name)
+	}
+	m.records[r.Key] = r.Clone()
+	return nil
+}
+
+// List returns copies of the records matching f, oldest first.
+func (m *Memory) List(ctx context.Context, f Filter) ([]*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	var out []*Record
+	for _, r := range m.records {
+		if f.matches(r) {
+			out = append(out, r.Clone())
+		}
+	}
+	sortOldestFirst(out)
+	return out, nil
+}
+
+// Purge deletes final records whose UpdatedAt is before olderThan and
+// returns how many it deleted. Pending records stay.
+func (m *Memory) Purge(ctx context.Context, olderThan time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	n := 0
+	for key, r := range m.records {
+		if !purgeable(r.State, r.UpdatedAt, olderThan) {
+			continue
+		}
+		delete(m.records, key)
+		if r.Name != "" {
+			delete(m.names, r.Name)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Close drops every record. Later calls, Close included, return ErrClosed.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.closed = true
+	m.records, m.names = nil, nil
+	return nil
+}

@@ -1,0 +1,338 @@
+package keystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of PostgresOptions.
+const (
+	DefaultPostgresSchema         = "idem"
+	DefaultPostgresTable          = "intents"
+	DefaultPostgresConnectTimeout = 5 * time.Second
+	DefaultPostgresPurgeBatch     = 500
+)
+
+// PostgresOptions tune OpenPostgres. The zero value (or nil) is ready to use.
+type PostgresOptions struct {
+	// Schema holds the keystore table; created if absent. Default "idem".
+	// Lower-case letters, digits and underscores, at most 48 characters.
+	Schema string
+	// Table is the keystore table's name; created if absent. Default
+	// "intents". Same alphabet as Schema.
+	Table string
+	// Logger receives debug records about opening, claims and purges.
+	// Keys appear only as short hashes. Nil discards everything.
+	Logger *slog.Logger
+	// ConnectTimeout bounds each new connection (dial, TLS, startup) when
+	// the DSN sets no connect_timeout, so an unreachable server fails fast
+	// instead of hanging. Default 5 s.
+	ConnectTimeout time.Duration
+	// MaxConns caps the connection pool; 0 keeps pgxpool's default (the
+	// greater of 4 and the number of CPUs) unless the DSN sets
+	// pool_max_conns.
+	MaxConns int32
+	// PurgeBatch is how many records one Purge statement deletes at most,
+	// so a large purge never holds locks on the whole table. Default 500.
+	PurgeBatch int
+}
+
+// Postgres is a Store in a PostgreSQL table that several processes share.
+// It also implements Claimer, so workers on different hosts can resume
+// pending intents without sending one twice at the same time.
+//
+// Durability: every write is a committed statement (autocommit) by the time
+// its method returns; how durable a commit is follows the server's
+// synchronous_commit setting. Times are stored with microsecond precision.
+type Postgres struct {
+	pool       *pgxpool.Pool
+	sql        postgresSQL
+	log        *slog.Logger
+	purgeBatch int
+	closed     atomic.Bool
+}
+
+var (
+	_ Store   = (*Postgres)(nil)
+	_ Claimer = (*Postgres)(nil)
+)
+
+// OpenPostgres connects to the database at dsn (a postgres:// URL or a
+// key=value string), creates the keystore schema and table if they do not
+// exist and returns the store. Processes may open the same keystore at the
+// same time. opts may be nil.
+func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Postgres, error) {
+	o, err := normalizePostgresOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors redact the password.
+		return nil, fmt.Errorf("keystore: postgres: invalid DSN: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("keystore: postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("keystore: postgres: cannot reach %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	if err := ensurePostgresSchema(ctx, pool, o.Schema, o.Table); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	p := &Postgres{
+		pool:       pool,
+		sql:        newPostgresSQL(o.Schema, o.Table),
+		log:        o.Logger,
+		purgeBatch: o.PurgeBatch,
+	}
+	p.log.Debug("keystore: postgres opened", "schema", o.Schema, "table", o.Table)
+	return p, nil
+}
+
+// normalizePostgresOptions fills in defaults and rejects bad names.
+func normalizePostgresOptions(opts *PostgresOptions) (PostgresOptions, error) {
+	var o PostgresOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Schema == "" {
+		o.Schema = DefaultPostgresSchema
+	}
+	if o.Table == "" {
+		o.Table = DefaultPostgresTable
+	}
+	for _, n := range []struct{ what, name string }{{"schema", o.Schema}, {"table", o.Table}} {
+		if !postgresIdentifier.MatchString(n.name) {
+			return o, fmt.Errorf("keystore: postgres: invalid %s name %q: want lower-case letters, digits and underscores, starting with a letter or underscore, at most 48 characters", n.what, n.name)
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ConnectTimeout < 0 || o.MaxConns < 0 || o.PurgeBatch < 0 {
+		return o, errors.New("keystore: postgres: ConnectTimeout, MaxConns and PurgeBatch must not be negative")
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = DefaultPostgresConnectTimeout
+	}
+	if o.PurgeBatch == 0 {
+		o.PurgeBatch = DefaultPostgresPurgeBatch
+	}
+	return o, nil
+}
+
+// Create stores r and returns the record as stored (times at microsecond
+// precision). A conflict on the name returns the record that holds the name
+// and created=false; a conflict on the key alone is ErrDuplicateKey.
+//
+// The insert is a single INSERT ... ON CONFLICT DO NOTHING: when two
+// processes create one name at once, the second insert waits for the first
+// to commit and then does nothing, and the read that follows sees the
+// committed winner, so both callers agree on one record. The winner could
+// vanish between the two statements (updated and purged, or deleted by an
+// operator); then the insert is simply tried again.
+func (p *Postgres) Create(ctx context.Context, r *Record) (*Record, bool, error) {
+	if err := p.checkWrite(ctx, "create", r); err != nil {
+		return nil, false, err
+	}
+	for range 3 {
+		tag, err := p.pool.Exec(ctx, p.sql.insert, postgresRecordArgs(r)...)
+		if err != nil {
+			return nil, false, p.fail("create", r.Key, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return storedPostgresRecord(r), true, nil
+		}
+		if r.Name != "" {
+			existing, err := p.GetByName(ctx, r.Name)
+			if err == nil {
+				return existing, false, nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return nil, false, err
+			}
+		}
+		exists, err := p.exists(ctx, r.Key)
+		if err != nil {
+			return nil, false, p.fail("create", r.Key, err)
+		}
+		if exists {
+			return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, postgresKeyRef(r.Key))
+		}
+	}
+	return nil, false, fmt.Errorf("keystore: postgres: create %s: the conflicting record kept disappearing under concurrent writers; try again", postgresKeyRef(r.Key))
+}
+
+// Get returns the record with key, or ErrNotFound.
+func (p *Postgres) Get(ctx context.Context, key string) (*Record, error) {
+	if err := p.checkOpen(); err != nil {
+		return nil, err
+	}
+	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByKey, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, postgresKeyRef(key))
+	}
+	if err != nil {
+		return nil, p.fail("get", key, err)
+	}
+	return r, nil
+}
+
+// GetByName returns the record with name, or ErrNotFound. The empty name
+// names no record.
+func (p *Postgres) GetByName(ctx context.Context, name string) (*Record, error) {
+	if err := p.checkOpen(); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty name", ErrNotFound)
+	}
+	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByName, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no record with that name", ErrNotFound)
+	}
+	if err != nil {
+		return nil, p.wrap("get by name", err)
+	}
+	return r, nil
+}
+
+// Update replaces the record with r.Key; ErrNotFound if absent. A record's
+// name is fixed for life: an Update that changes it is an error. Claims on
+// the record are left as they are.
+func (p *Postgres) Update(ctx context.Context, r *Record) error {
+	if err := p.checkWrite(ctx, "update", r); err != nil {
+		return err
+	}
+	tag, err := p.pool.Exec(ctx, p.sql.update, postgresRecordArgs(r)...)
+	if err != nil {
+		return p.fail("update", r.Key, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	// The update matches on key and name together; find out which failed.
+	stored, err := p.Get(ctx, r.Key)
+	if err != nil {
+		return err
+	}
+	return nameChanged(postgresKeyRef(r.Key), stored.Name, r.Name)
+}
+
+// List returns the records matching f, oldest first.
+func (p *Postgres) List(ctx context.Context, f Filter) ([]*Record, error) {
+	if err := p.checkOpen(); err != nil {
+		return nil, err
+	}
+	var states []string
+	if len(f.States) > 0 {
+		states = make([]string, len(f.States))
+		for i, s := range f.States {
+			states[i] = string(s)
+		}
+	}
+	var before *time.Time
+	if !f.CreatedBefore.IsZero() {
+		before = &f.CreatedBefore
+	}
+	rows, err := p.pool.Query(ctx, p.sql.list, states, before)
+	if err != nil {
+		return nil, p.wrap("list", err)
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Record, error) {
+		return scanPostgresRecord(row)
+	})
+	if err != nil {
+		return nil, p.wrap("list", err)
+	}
+	return recs, nil
+}
+
+// Purge deletes final records last updated before olderThan, in batches of
+// PurgeBatch so no single statement locks much of the table. Records another
+// transaction holds locked are left for a later purge.
+func (p *Postgres) Purge(ctx context.Context, olderThan time.Time) (int, error) {
+	if err := p.checkOpen(); err != nil {
+		return 0, err
+	}
+	total := 0
+	for {
+		tag, err := p.pool.Exec(ctx, p.sql.purge, olderThan, p.purgeBatch)
+		if err != nil {
+			return total, p.wrap("purge", err)
+		}
+		n := int(tag.RowsAffected())
+		total += n
+		if n < p.purgeBatch {
+			break
+		}
+	}
+	p.log.Debug("keystore: postgres purged", "records", total)
+	return total, nil
+}
+
+// Close closes the connection pool. Later calls, Close included, fail with
+// ErrClosed; calls in flight are cut off.
+func (p *Postgres) Close() error {
+	if p.closed.Swap(true) {
+		return ErrClosed
+	}
+	p.pool.Close()
+	return nil
+}
+
+func (p *Postgres) exists(ctx context.Context, key string) (bool, error) {
+	var ok bool
+	err := p.pool.QueryRow(ctx, p.sql.exists, key).Scan(&ok)
+	return ok, err
+}
+
+// checkWrite validates a record for Create or Update: the checks every
+// store makes, then what Postgres text columns cannot hold.
+func (p *Postgres) checkWrite(ctx context.Context, op string, r *Record) error {
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	if err := checkWrite(ctx, op, r); err != nil {
+		return err
+	}
+	return validatePostgresRecord(r)
+}
+
+func (p *Postgres) checkOpen() error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// wrap adds the operation to err, or turns it into ErrClosed when the pool
+// was closed under the call.
+func (p *Postgres) wrap(op string, err error) error {
+	if p.closed.Load() {
+		return fmt.Errorf("%w: %s interrupted: %w", ErrClosed, op, err)
+	}
+	return fmt.Errorf("keystore: postgres: %s: %w", op, err)
+}
+
+// fail is wrap for operations on one key.
+func (p *Postgres) fail(op, key string, err error) error {
+	return p.wrap(op+" "+postgresKeyRef(key), err)
+}

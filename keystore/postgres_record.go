@@ -1,0 +1,219 @@
+package keystore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// postgresRecordColumns lists a record's columns in the order
+// postgresRecordArgs and scanPostgresRecord use. Claim columns are not part
+// of a Record.
+var postgresRecordColumns = []string{
+	"key", "name", "method", "url", "header", "body", "fingerprint", "state",
+	"created_at", "updated_at", "attempts", "response_status",
+	"response_header", "response_body", "operation", "last_error",
+}
+
+// postgresSQL holds every statement, built once for one schema.table.
+type postgresSQL struct {
+	insert, update, getByKey, getByName, exists, list, purge string
+	claim, claimKey, unclaim                                 string
+}
+
+func newPostgresSQL(schema, table string) postgresSQL {
+	t := pgx.Identifier{schema, table}.Sanitize()
+	cols := strings.Join(postgresRecordColumns, ", ")
+	returning := "r." + strings.Join(postgresRecordColumns, ", r.")
+	placeholders := make([]string, len(postgresRecordColumns))
+	sets := make([]string, 0, len(postgresRecordColumns)-1)
+	for i, c := range postgresRecordColumns {
+		placeholders[i] = fmt.Sprintf("$%d", i+1)
+		if i > 0 {
+			sets = append(sets, fmt.Sprintf("%s = $%d", c, i+1))
+		}
+	}
+	// A claim is live while claim_until lies ahead on the database clock;
+	// the database clock is the one every worker shares.
+	const free = `(claim_until IS NULL OR claim_until <= now())`
+	const until = `now() + $2::bigint * interval '1 microsecond'`
+	return postgresSQL{
+		// No conflict target: a clash on the key or on the name both do
+		// nothing, and Create works out which one it was.
+		insert:    `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + strings.Join(placeholders, ", ") + `) ON CONFLICT DO NOTHING`,
+		update:    `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + ` WHERE key = $1 AND name IS NOT DISTINCT FROM $2`,
+		getByKey:  `SELECT ` + cols + ` FROM ` + t + ` WHERE key = $1`,
+		getByName: `SELECT ` + cols + ` FROM ` + t + ` WHERE name = $1`,
+		exists:    `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
+		list: `SELECT ` + cols + ` FROM ` + t + `
+			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
+			ORDER BY created_at, key`,
+		purge: `DELETE FROM ` + t + ` WHERE key IN (
+			SELECT key FROM ` + t + ` WHERE state <> 'pending' AND updated_at < $1
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		// SKIP LOCKED lets concurrent claimers pass over the rows another
+		// claimer is taking right now instead of queueing behind it; the
+		// row lock plus the re-check of the claim on the locked row version
+		// is what keeps two owners off one record.
+		claim: `WITH picked AS MATERIALIZED (
+				SELECT key FROM ` + t + `
+				WHERE state = 'pending' AND ` + free + `
+				ORDER BY created_at, key
+				LIMIT $3
+				FOR UPDATE SKIP LOCKED)
+			UPDATE ` + t + ` AS r SET claim_owner = $1, claim_until = ` + until + `
+			FROM picked WHERE r.key = picked.key
+			RETURNING ` + returning,
+		claimKey: `UPDATE ` + t + ` SET claim_owner = $3, claim_until = ` + until + `
+			WHERE key = $1 AND (claim_owner = $3 OR ` + free + `)`,
+		unclaim: `UPDATE ` + t + ` SET claim_owner = NULL, claim_until = NULL WHERE key = $1 AND claim_owner = $2`,
+	}
+}
+
+// postgresRecordArgs returns r's column values in postgresRecordColumns
+// order.
+func postgresRecordArgs(r *Record) []any {
+	var name *string
+	if r.Name != "" {
+		name = &r.Name
+	}
+	var status *int
+	var respHeader, respBody []byte
+	if r.Response != nil {
+		status = &r.Response.Status
+		respHeader = postgresHeaderJSON(r.Response.Header)
+		respBody = r.Response.Body
+	}
+	return []any{
+		r.Key, name, r.Method, r.URL, postgresHeaderJSON(r.Header), r.Body,
+		r.Fingerprint, string(r.State), r.CreatedAt, r.UpdatedAt, r.Attempts,
+		status, respHeader, respBody, postgresText(r.Operation), postgresText(r.LastError),
+	}
+}
+
+// scanPostgresRecord reads one row of postgresRecordColumns.
+func scanPostgresRecord(row pgx.Row) (*Record, error) {
+	var (
+		r                  Record
+		name               *string
+		state              string
+		header, respHeader []byte
+		status             *int
+		respBody           []byte
+	)
+	err := row.Scan(&r.Key, &name, &r.Method, &r.URL, &header, &r.Body,
+		&r.Fingerprint, &state, &r.CreatedAt, &r.UpdatedAt, &r.Attempts,
+		&status, &respHeader, &respBody, &r.Operation, &r.LastError)
+	if err != nil {
+		return nil, err
+	}
+	if name != nil {
+		r.Name = *name
+	}
+	r.State = State(state)
+	if r.Header, err = parsePostgresHeader(header); err != nil {
+		return nil, err
+	}
+	if status != nil {
+		r.Response = &Response{Status: *status, Body: respBody}
+		if r.Response.Header, err = parsePostgresHeader(respHeader); err != nil {
+			return nil, err
+		}
+	}
+	return &r, nil
+}
+
+// postgresHeaderJSON encodes h for a jsonb column; nil stays NULL. jsonb
+// cannot hold U+0000, which no valid header carries anyway, so it becomes
+// U+FFFD like any other invalid byte JSON replaces.
+func postgresHeaderJSON(h http.Header) []byte {
+	if h == nil {
+		return nil
+	}
+	clean := make(http.Header, len(h))
+	for k, vs := range h {
+		var cvs []string
+		if vs != nil {
+			cvs = make([]string, len(vs))
+			for i, v := range vs {
+				cvs[i] = postgresText(v)
+			}
+		}
+		clean[postgresText(k)] = cvs
+	}
+	// Marshalling map[string][]string cannot fail.
+	b, _ := json.Marshal(clean)
+	return b
+}
+
+func parsePostgresHeader(b []byte) (http.Header, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var h http.Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("%w: header column: %w", ErrCorrupt, err)
+	}
+	return h, nil
+}
+
+// postgresText makes s storable in a text column: Postgres text rejects
+// U+0000 and invalid UTF-8. It is used for free-form fields that come from
+// servers (error descriptions, Location, headers), where refusing to store
+// a final outcome would be worse than replacing a byte.
+func postgresText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// validatePostgresRecord rejects what Postgres cannot store exactly in the
+// fields that identify an intent.
+func validatePostgresRecord(r *Record) error {
+	for _, f := range []struct{ name, value string }{
+		{"key", r.Key}, {"name", r.Name}, {"method", r.Method}, {"url", r.URL},
+		{"fingerprint", r.Fingerprint}, {"state", string(r.State)},
+	} {
+		if postgresText(f.value) != f.value {
+			return fmt.Errorf("keystore: postgres: record %s is not valid UTF-8 text (or contains NUL)", f.name)
+		}
+	}
+	return nil
+}
+
+// storedPostgresRecord is r as a read would return it: a deep copy with
+// times at the microsecond precision of timestamptz.
+func storedPostgresRecord(r *Record) *Record {
+	c := r.Clone()
+	c.CreatedAt = truncatePostgresTime(c.CreatedAt)
+	c.UpdatedAt = truncatePostgresTime(c.UpdatedAt)
+	return c
+}
+
+// truncatePostgresTime drops what timestamptz cannot hold: the monotonic
+// reading and the nanoseconds below a microsecond (pgx truncates them).
+func truncatePostgresTime(t time.Time) time.Time {
+	t = t.Round(0)
+	return t.Add(-time.Duration(t.Nanosecond() % 1000))
+}
+
+// postgresKeyRef names a key in errors and logs without revealing it.
+func postgresKeyRef(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "key#" + hex.EncodeToString(sum[:4])
+}
+
+func isPostgresUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}

@@ -1,0 +1,520 @@
+// Package storetest is the contract every keystore.Store must meet, as a
+// test suite an implementation runs against itself:
+//
+//	func TestContract(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) keystore.Store { return keystore.NewMemory() })
+//	}
+//
+// The suite speaks only through the keystore.Store interface.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// Run runs the contract. open must return a new, empty store each time it
+// is called; subtests run in parallel, each with its own store, and close
+// it when they end.
+func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s keystore.Store)
+	}{
+		{"CreateThenGet", testCreateThenGet},
+		{"Missing", testMissing},
+		{"DuplicateKey", testDuplicateKey},
+		{"SameNameReturnsExisting", testSameNameReturnsExisting},
+		{"Update", testUpdate},
+		{"UpdateCannotRename", testUpdateCannotRename},
+		{"ListFilters", testListFilters},
+		{"Purge", testPurge},
+		{"NoAliasing", testNoAliasing},
+		{"ConcurrentCreateSameName", testConcurrentCreateSameName},
+		{"ConcurrentWrites", testConcurrentWrites},
+		{"InvalidInput", testInvalidInput},
+		{"CanceledContext", testCanceledContext},
+		{"Closed", testClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			require.NotNil(t, s, "open returned a nil store")
+			t.Cleanup(func() { _ = s.Close() }) // ErrClosed when the test closed it
+			tc.run(t, s)
+		})
+	}
+}
+
+// base is the clock of the suite: whole microseconds in UTC, so every store
+// (Postgres keeps microseconds) can hold it exactly.
+var base = time.Date(2025, 3, 1, 12, 0, 0, 123456000, time.UTC)
+
+// at returns base plus n minutes.
+func at(n int) time.Time { return base.Add(time.Duration(n) * time.Minute) }
+
+// record returns a fully populated record, so that a round trip through a
+// store exercises every field.
+func record(key, name string, state keystore.State, created time.Time) *keystore.Record {
+	return &keystore.Record{
+		Key:         key,
+		Name:        name,
+		Method:      http.MethodPost,
+		URL:         "https://api.example.com/v1/payments",
+		Header:      http.Header{"Content-Type": {"application/json"}, "X-Trace": {"a", "b"}},
+		Body:        []byte(`{"amount":1000,"currency":"EUR"}`),
+		Fingerprint: "sha256:" + key,
+		State:       state,
+		CreatedAt:   created,
+		UpdatedAt:   created,
+	}
+}
+
+// finish moves r to state with a stored response at updated.
+func finish(r *keystore.Record, state keystore.State, updated time.Time) *keystore.Record {
+	r.State = state
+	r.UpdatedAt = updated
+	r.Attempts = 2
+	r.Response = &keystore.Response{
+		Status: 201,
+		Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/v1/payments/pay_1"}},
+		Body:   []byte{0x7b, 0x7d, 0x00, 0xff}, // not text: bodies are bytes
+	}
+	r.LastError = "timeout after 2s"
+	return r
+}
+
+// assertSame checks that got is want as a store gives it back: instants
+// equal whatever the zone, and empty headers or bodies equal to absent ones.
+func assertSame(t *testing.T, want, got *keystore.Record, msgAndArgs ...any) {
+	t.Helper()
+	require.NotNil(t, got, msgAndArgs...)
+	assert.Equal(t, normalize(want), normalize(got), msgAndArgs...)
+}
+
+func normalize(r *keystore.Record) *keystore.Record {
+	c := r.Clone()
+	c.CreatedAt = c.CreatedAt.UTC()
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	if len(c.Header) == 0 {
+		c.Header = nil
+	}
+	if len(c.Body) == 0 {
+		c.Body = nil
+	}
+	if c.Response != nil {
+		if len(c.Response.Header) == 0 {
+			c.Response.Header = nil
+		}
+		if len(c.Response.Body) == 0 {
+			c.Response.Body = nil
+		}
+	}
+	return c
+}
+
+// mustCreate creates r and requires that it was stored.
+func mustCreate(t *testing.T, s keystore.Store, r *keystore.Record) {
+	t.Helper()
+	_, created, err := s.Create(context.Background(), r)
+	require.NoError(t, err)
+	require.True(t, created, "record %s was not created", r.Key)
+}
+
+// keys returns the keys of recs in order.
+func keys(recs []*keystore.Record) []string {
+	out := make([]string, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, r.Key)
+	}
+	return out
+}
+
+func testCreateThenGet(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	r := record("k1", "order-1", keystore.Pending, at(0))
+	existing, created, err := s.Create(ctx, r)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assertSame(t, r, existing, "Create returns the stored record")
+
+	got, err := s.Get(ctx, "k1")
+	require.NoError(t, err)
+	assertSame(t, r, got)
+
+	got, err = s.GetByName(ctx, "order-1")
+	require.NoError(t, err)
+	assertSame(t, r, got)
+
+	unnamed := record("k2", "", keystore.Pending, at(1))
+	mustCreate(t, s, unnamed)
+	got, err = s.Get(ctx, "k2")
+	require.NoError(t, err)
+	assertSame(t, unnamed, got)
+}
+
+func testMissing(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, record("k1", "n1", keystore.Pending, at(0)))
+	_, err := s.Get(ctx, "nope")
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
+	_, err = s.GetByName(ctx, "nope")
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
+	_, err = s.GetByName(ctx, "")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "the empty name names no record")
+	err = s.Update(ctx, record("nope", "", keystore.Failed, at(1)))
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
+}
+
+func testDuplicateKey(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	first := record("k1", "", keystore.Pending, at(0))
+	mustCreate(t, s, first)
+
+	_, created, err := s.Create(ctx, record("k1", "", keystore.Pending, at(1)))
+	assert.ErrorIs(t, err, keystore.ErrDuplicateKey)
+	assert.False(t, created)
+
+	_, created, err = s.Create(ctx, record("k1", "other-name", keystore.Pending, at(1)))
+	assert.ErrorIs(t, err, keystore.ErrDuplicateKey)
+	assert.False(t, created)
+	_, err = s.GetByName(ctx, "other-name")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "a rejected create must not claim its name")
+
+	got, err := s.Get(ctx, "k1")
+	require.NoError(t, err)
+	assertSame(t, first, got, "a rejected create must not change the stored record")
+}
+
+func testSameNameReturnsExisting(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	first := record("k1", "order-1", keystore.Pending, at(0))
+	mustCreate(t, s, first)
+
+	existing, created, err := s.Create(ctx, record("k2", "order-1", keystore.Pending, at(1)))
+	require.NoError(t, err)
+	assert.False(t, created)
+	assertSame(t, first, existing)
+	_, err = s.Get(ctx, "k2")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "nothing is written when the name exists")
+
+	// A retried create (same key, same name) also returns the record.
+	existing, created, err = s.Create(ctx, record("k1", "order-1", keystore.Pending, at(2)))
+	require.NoError(t, err)
+	assert.False(t, created)
+	assertSame(t, first, existing)
+
+	// After an update the name returns the record as it is now.
+	done := finish(first.Clone(), keystore.Succeeded, at(3))
+	require.NoError(t, s.Update(ctx, done))
+	existing, created, err = s.Create(ctx, record("k3", "order-1", keystore.Pending, at(4)))
+	require.NoError(t, err)
+	assert.False(t, created)
+	assertSame(t, done, existing)
+}
+
+func testUpdate(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	r := record("k1", "order-1", keystore.Pending, at(0))
+	mustCreate(t, s, r)
+
+	r.Attempts = 1
+	r.UpdatedAt = at(1)
+	r.LastError = "connection reset"
+	require.NoError(t, s.Update(ctx, r))
+	got, err := s.Get(ctx, "k1")
+	require.NoError(t, err)
+	assertSame(t, r, got)
+
+	accepted := finish(r.Clone(), keystore.Accepted, at(2))
+	accepted.Operation = "/v1/operations/op_1"
+	require.NoError(t, s.Update(ctx, accepted))
+	got, err = s.GetByName(ctx, "order-1")
+	require.NoError(t, err)
+	assertSame(t, accepted, got)
+}
+
+func testUpdateCannotRename(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	r := record("k1", "order-1", keystore.Pending, at(0))
+	mustCreate(t, s, r)
+	mustCreate(t, s, record("k2", "", keystore.Pending, at(1)))
+
+	renamed := r.Clone()
+	renamed.Name = "order-2"
+	assert.Error(t, s.Update(ctx, renamed))
+	unnamed := r.Clone()
+	unnamed.Name = ""
+	assert.Error(t, s.Update(ctx, unnamed))
+	named := record("k2", "order-3", keystore.Failed, at(2))
+	assert.Error(t, s.Update(ctx, named))
+
+	got, err := s.GetByName(ctx, "order-1")
+	require.NoError(t, err)
+	assertSame(t, r, got, "a refused update changes nothing")
+	for _, name := range []string{"order-2", "order-3"} {
+		_, err = s.GetByName(ctx, name)
+		assert.ErrorIs(t, err, keystore.ErrNotFound, name)
+	}
+}
+
+func testListFilters(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	all, err := s.List(ctx, keystore.Filter{})
+	require.NoError(t, err)
+	assert.Empty(t, all)
+
+	// Created out of order, so that "oldest first" is the store's doing.
+	mustCreate(t, s, record("c", "", keystore.Pending, at(2)))
+	mustCreate(t, s, finish(record("a", "", keystore.Pending, at(0)), keystore.Succeeded, at(5)))
+	mustCreate(t, s, record("e", "", keystore.Pending, at(4)))
+	mustCreate(t, s, finish(record("b", "", keystore.Pending, at(1)), keystore.Failed, at(5)))
+	mustCreate(t, s, finish(record("d", "", keystore.Pending, at(3)), keystore.Expired, at(5)))
+
+	cases := []struct {
+		name string
+		f    keystore.Filter
+		want []string
+	}{
+		{"all", keystore.Filter{}, []string{"a", "b", "c", "d", "e"}},
+		{"pending", keystore.Filter{States: []keystore.State{keystore.Pending}}, []string{"c", "e"}},
+		{"two states", keystore.Filter{States: []keystore.State{keystore.Failed, keystore.Succeeded}}, []string{"a", "b"}},
+		{"no match", keystore.Filter{States: []keystore.State{keystore.Accepted}}, []string{}},
+		{"created before", keystore.Filter{CreatedBefore: at(2)}, []string{"a", "b"}},
+		{"both", keystore.Filter{States: []keystore.State{keystore.Pending}, CreatedBefore: at(4)}, []string{"c"}},
+	}
+	for _, tc := range cases {
+		got, err := s.List(ctx, tc.f)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, keys(got), tc.name)
+	}
+
+	got, err := s.List(ctx, keystore.Filter{States: []keystore.State{keystore.Pending}})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assertSame(t, record("c", "", keystore.Pending, at(2)), got[0], "List returns whole records")
+}
+
+func testPurge(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	n, err := s.Purge(ctx, at(100))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	mustCreate(t, s, finish(record("old-ok", "n-old-ok", keystore.Pending, at(0)), keystore.Succeeded, at(1)))
+	mustCreate(t, s, finish(record("old-fail", "", keystore.Pending, at(0)), keystore.Failed, at(1)))
+	mustCreate(t, s, finish(record("old-202", "", keystore.Pending, at(0)), keystore.Accepted, at(1)))
+	mustCreate(t, s, finish(record("old-exp", "", keystore.Pending, at(0)), keystore.Expired, at(1)))
+	mustCreate(t, s, record("old-pending", "n-old-pending", keystore.Pending, at(0)))
+	mustCreate(t, s, finish(record("new-ok", "", keystore.Pending, at(0)), keystore.Succeeded, at(10)))
+	mustCreate(t, s, finish(record("edge", "", keystore.Pending, at(0)), keystore.Succeeded, at(5)))
+
+	n, err = s.Purge(ctx, at(5))
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+
+	left, err := s.List(ctx, keystore.Filter{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"old-pending", "new-ok", "edge"}, keys(left),
+		"pending records, records updated at or after the cutoff stay")
+
+	_, err = s.GetByName(ctx, "n-old-ok")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "a purged record's name is gone")
+	_, err = s.GetByName(ctx, "n-old-pending")
+	assert.NoError(t, err)
+	_, created, err := s.Create(ctx, record("reborn", "n-old-ok", keystore.Pending, at(20)))
+	require.NoError(t, err)
+	assert.True(t, created, "a purged name can be used again")
+
+	n, err = s.Purge(ctx, at(5))
+	require.NoError(t, err)
+	assert.Zero(t, n, "a second purge finds nothing")
+}
+
+func testNoAliasing(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	r := finish(record("k1", "order-1", keystore.Pending, at(0)), keystore.Succeeded, at(1))
+	want := r.Clone()
+	existing, _, err := s.Create(ctx, r)
+	require.NoError(t, err)
+
+	scribble := func(x *keystore.Record) {
+		x.Header.Set("Content-Type", "scribbled")
+		x.Body[0] = 'X'
+		x.Response.Header.Set("Location", "scribbled")
+		x.Response.Body[0] = 'X'
+		x.Attempts = 99
+	}
+	scribble(r)
+	scribble(existing)
+	got, err := s.Get(ctx, "k1")
+	require.NoError(t, err)
+	assertSame(t, want, got, "the caller's record and the returned one are copies")
+
+	scribble(got)
+	byName, err := s.GetByName(ctx, "order-1")
+	require.NoError(t, err)
+	assertSame(t, want, byName)
+
+	scribble(byName)
+	again, _, err := s.Create(ctx, record("k2", "order-1", keystore.Pending, at(2)))
+	require.NoError(t, err)
+	assertSame(t, want, again)
+
+	scribble(again)
+	list, err := s.List(ctx, keystore.Filter{})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	scribble(list[0])
+
+	u := want.Clone()
+	require.NoError(t, s.Update(ctx, u))
+	scribble(u)
+	got, err = s.Get(ctx, "k1")
+	require.NoError(t, err)
+	assertSame(t, want, got, "the record given to Update is copied too")
+}
+
+func testConcurrentCreateSameName(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	const callers = 16
+	type result struct {
+		rec     *keystore.Record
+		created bool
+		err     error
+	}
+	results := make([]result, callers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			r := record(fmt.Sprintf("k%02d", i), "the-one", keystore.Pending, at(i))
+			rec, created, err := s.Create(ctx, r)
+			results[i] = result{rec, created, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	winners := 0
+	var winner string
+	for i, res := range results {
+		require.NoError(t, res.err, "caller %d", i)
+		require.NotNil(t, res.rec, "caller %d", i)
+		if res.created {
+			winners++
+			winner = res.rec.Key
+		}
+	}
+	require.Equal(t, 1, winners, "exactly one create of a name stores a record")
+	for i, res := range results {
+		assert.Equal(t, winner, res.rec.Key, "caller %d sees the winner", i)
+	}
+	all, err := s.List(ctx, keystore.Filter{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{winner}, keys(all))
+}
+
+func testConcurrentWrites(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	const callers = 24
+	errs := make(chan error, 3*callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			r := record(fmt.Sprintf("k%02d", i), fmt.Sprintf("n%02d", i), keystore.Pending, at(i))
+			if _, created, err := s.Create(ctx, r); err != nil || !created {
+				errs <- fmt.Errorf("create %s: created=%v err=%v", r.Key, created, err)
+				return
+			}
+			// Odd callers also repeat their key, which must fail alone,
+			// whatever writes it shares a commit with.
+			if i%2 == 1 {
+				dup := record(r.Key, "", keystore.Pending, at(i))
+				if _, _, err := s.Create(ctx, dup); !errors.Is(err, keystore.ErrDuplicateKey) {
+					errs <- fmt.Errorf("duplicate %s: err=%v", dup.Key, err)
+				}
+			}
+			if err := s.Update(ctx, finish(r, keystore.Succeeded, at(100+i))); err != nil {
+				errs <- fmt.Errorf("update %s: %v", r.Key, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+
+	all, err := s.List(ctx, keystore.Filter{States: []keystore.State{keystore.Succeeded}})
+	require.NoError(t, err)
+	require.Len(t, all, callers)
+	for i, r := range all {
+		assertSame(t, finish(record(fmt.Sprintf("k%02d", i), fmt.Sprintf("n%02d", i), keystore.Pending, at(i)), keystore.Succeeded, at(100+i)), r)
+	}
+}
+
+func testInvalidInput(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	_, created, err := s.Create(ctx, nil)
+	assert.Error(t, err)
+	assert.False(t, created)
+	_, _, err = s.Create(ctx, record("", "n", keystore.Pending, at(0)))
+	assert.Error(t, err)
+	assert.Error(t, s.Update(ctx, nil))
+	assert.Error(t, s.Update(ctx, record("", "", keystore.Pending, at(0))))
+
+	all, err := s.List(ctx, keystore.Filter{})
+	require.NoError(t, err)
+	assert.Empty(t, all)
+	_, err = s.GetByName(ctx, "n")
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
+}
+
+func testCanceledContext(t *testing.T, s keystore.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := record("k1", "n1", keystore.Pending, at(0))
+	_, _, err := s.Create(ctx, r)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = s.Get(context.Background(), "k1")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "a canceled create writes nothing")
+
+	mustCreate(t, s, r)
+	assert.ErrorIs(t, s.Update(ctx, finish(r.Clone(), keystore.Failed, at(1))), context.Canceled)
+	got, err := s.Get(context.Background(), "k1")
+	require.NoError(t, err)
+	assertSame(t, r, got, "a canceled update writes nothing")
+}
+
+func testClosed(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	r := record("k1", "n1", keystore.Pending, at(0))
+	mustCreate(t, s, r)
+	require.NoError(t, s.Close())
+
+	_, _, err := s.Create(ctx, record("k2", "", keystore.Pending, at(1)))
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+	_, err = s.Get(ctx, "k1")
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+	_, err = s.GetByName(ctx, "n1")
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+	assert.ErrorIs(t, s.Update(ctx, r), keystore.ErrClosed)
+	_, err = s.List(ctx, keystore.Filter{})
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+	_, err = s.Purge(ctx, at(100))
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+	assert.ErrorIs(t, s.Close(), keystore.ErrClosed)
+}

@@ -1,0 +1,269 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// Defaults of a Client built by New without options.
+const (
+	// DefaultMaxAttempts is the number of attempts one Do call makes.
+	DefaultMaxAttempts = 5
+	// DefaultRetention matches the reference server's key retention: an
+	// intent older than this is never resent.
+	DefaultRetention = 24 * time.Hour
+	// DefaultPollInterval is the wait between polls of a 202 operation
+	// when the server gives no Retry-After.
+	DefaultPollInterval = time.Second
+	// DefaultPollMax bounds how long one Do call polls a 202 operation
+	// before handing back "accepted".
+	DefaultPollMax = 30 * time.Second
+	// DefaultAttemptTimeout bounds one attempt of the default HTTP client.
+	DefaultAttemptTimeout = 30 * time.Second
+)
+
+// Option configures a Client. Options are applied in order by New; an
+// invalid value makes New fail with a clear error.
+type Option func(*config) error
+
+// RequestEditor changes a request before every attempt, typically to set
+// credentials that a keystore never holds (after a restart, for example).
+type RequestEditor func(ctx context.Context, req *http.Request) error
+
+// config is everything New can be told. Zero values are never read: New
+// fills every field with its default before applying options.
+type config struct {
+	store         keystore.Store
+	httpClient    *http.Client
+	ownHTTPClient bool
+	maxAttempts   int
+	backoff       Backoff
+	raCeiling     time.Duration
+	budget        *Budget
+	retention     time.Duration
+	logger        *slog.Logger
+	editor        RequestEditor
+	secretHeaders map[string]bool
+	quotedKeys    bool
+	keyGen        func() (string, error)
+	pollInterval  time.Duration
+	pollMax       time.Duration
+	now           func() time.Time
+}
+
+func defaultConfig() config {
+	return config{
+		maxAttempts: DefaultMaxAttempts,
+		backoff:     FullJitter(DefaultBackoffBase, DefaultBackoffCap, rand.Float64),
+		raCeiling:   DefaultRetryAfterCeiling,
+		budget:      NewBudget(DefaultBudgetCapacity, DefaultBudgetRetryCost, DefaultBudgetSuccessRefill),
+		retention:   DefaultRetention,
+		secretHeaders: map[string]bool{
+			"Authorization":       true,
+			"Proxy-Authorization": true,
+			"Cookie":              true,
+		},
+		keyGen:       NewKeyV4,
+		pollInterval: DefaultPollInterval,
+		pollMax:      DefaultPollMax,
+		now:          time.Now,
+	}
+}
+
+// WithStore sets where intents live. The Client owns the store from then
+// on: Close closes it. Default: keystore.NewMemory(), which does not
+// survive a restart; use keystore.OpenBolt for intents that must.
+func WithStore(s keystore.Store) Option {
+	return func(c *config) error {
+		if s == nil {
+			return errors.New("idem: WithStore: nil store")
+		}
+		c.store = s
+		return nil
+	}
+}
+
+// WithBoltStore opens (or creates) the bbolt keystore at path and uses it,
+// as WithStore(keystore.OpenBolt(path, opts)) would; opts may be nil. New
+// fails with an error matching ErrLocked when another process holds the
+// file past opts.Timeout. The Client owns the store and Close closes it.
+func WithBoltStore(path string, opts *keystore.BoltOptions) Option {
+	return func(c *config) error {
+		st, err := keystore.OpenBolt(path, opts)
+		if err != nil {
+			return fmt.Errorf("idem: opening keystore: %w", err)
+		}
+		c.store = st
+		return nil
+	}
+}
+
+// WithHTTPClient sets the HTTP client whose connection pool every attempt
+// uses. The Client never closes its idle connections; the caller owns it.
+// Default: a pooled client with dial, TLS and per-attempt timeouts.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error {
+		if hc == nil {
+			return errors.New("idem: WithHTTPClient: nil client")
+		}
+		c.httpClient = hc
+		return nil
+	}
+}
+
+// WithMaxAttempts sets how many attempts one Do call (or one request
+// through Transport) makes, counting the first. Default 5.
+func WithMaxAttempts(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("idem: WithMaxAttempts(%d): need at least 1", n)
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// WithBackoff sets full-jitter exponential backoff: the n-th retry waits
+// a random time in [0, min(cap, base·2ⁿ)). Defaults DefaultBackoffBase and
+// DefaultBackoffCap.
+func WithBackoff(base, cap time.Duration) Option {
+	return func(c *config) error {
+		if base <= 0 || cap < base {
+			return fmt.Errorf("idem: WithBackoff(%s, %s): need 0 < base <= cap", base, cap)
+		}
+		c.backoff = FullJitter(base, cap, rand.Float64)
+		return nil
+	}
+}
+
+// WithBackoffPolicy sets any Backoff, for example a constant one in tests.
+func WithBackoffPolicy(b Backoff) Option {
+	return func(c *config) error {
+		if b == nil {
+			return errors.New("idem: WithBackoffPolicy: nil backoff")
+		}
+		c.backoff = b
+		return nil
+	}
+}
+
+// WithRetryAfterCeiling caps the Retry-After hints the client honours.
+// Default DefaultRetryAfterCeiling.
+func WithRetryAfterCeiling(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("idem: WithRetryAfterCeiling(%s): need a positive duration", d)
+		}
+		c.raCeiling = d
+		return nil
+	}
+}
+
+// WithBudget sets the retry budget shared by every call of the client.
+// WithBudget(nil) means unlimited retries (bounded only by attempts).
+// Default: NewBudget(DefaultBudgetCapacity, DefaultBudgetRetryCost,
+// DefaultBudgetSuccessRefill).
+func WithBudget(b *Budget) Option {
+	return func(c *config) error {
+		c.budget = b
+		return nil
+	}
+}
+
+// WithRetention sets the server's key retention. A pending intent older
+// than this is marked Expired and never resent. Default 24 h.
+func WithRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("idem: WithRetention(%s): need a positive duration", d)
+		}
+		c.retention = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger. Default: silent. Keys are logged only as a
+// short hash and bodies never.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		c.logger = l
+		return nil
+	}
+}
+
+// WithRequestEditor sets a function applied to every attempt just before
+// it is sent, after the stored headers and in-memory secrets. It is how a
+// process that resumes intents from Pending supplies credentials.
+func WithRequestEditor(fn func(ctx context.Context, req *http.Request) error) Option {
+	return func(c *config) error {
+		c.editor = fn
+		return nil
+	}
+}
+
+// WithSecretHeaders marks more headers as secret, in addition to
+// Authorization, Proxy-Authorization and Cookie. Secret headers are never
+// written to the keystore; they are kept in memory for this process.
+func WithSecretHeaders(names ...string) Option {
+	return func(c *config) error {
+		for _, n := range names {
+			if n == "" {
+				return errors.New("idem: WithSecretHeaders: empty header name")
+			}
+			c.secretHeaders[http.CanonicalHeaderKey(n)] = true
+		}
+		return nil
+	}
+}
+
+// WithQuotedKeys sends the key as a Structured Field String
+// (Idempotency-Key: "…") instead of the bare form.
+func WithQuotedKeys(quoted bool) Option {
+	return func(c *config) error {
+		c.quotedKeys = quoted
+		return nil
+	}
+}
+
+// WithKeyGenerator sets how keys are made. It must draw on a cryptographic
+// random source and return 1–255 visible ASCII characters. Default
+// NewKeyV4; NewKeyV7 gives time-ordered keys.
+func WithKeyGenerator(gen func() (string, error)) Option {
+	return func(c *config) error {
+		if gen == nil {
+			return errors.New("idem: WithKeyGenerator: nil generator")
+		}
+		c.keyGen = gen
+		return nil
+	}
+}
+
+// WithPolling bounds the polling of a 202 operation: interval is the wait
+// between polls when the server gives no Retry-After, max the longest one
+// Do call polls before returning the 202 with the intent Accepted.
+// max == 0 disables polling. Defaults 1 s and 30 s.
+func WithPolling(interval, max time.Duration) Option {
+	return func(c *config) error {
+		if interval <= 0 || max < 0 {
+			return fmt.Errorf("idem: WithPolling(%s, %s): need interval > 0 and max >= 0", interval, max)
+		}
+		c.pollInterval = interval
+		c.pollMax = max
+		return nil
+	}
+}
+
+// withClock replaces the clock; tests use it to age intents.
+func withClock(now func() time.Time) Option {
+	return func(c *config) error {
+		c.now = now
+		return nil
+	}
+}

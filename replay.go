@@ -1,0 +1,104 @@
+package idem
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+const (
+	// ReplayedHeader is the header a server sets on a replay of a stored
+	// answer (Idempotent-Replayed: true).
+	ReplayedHeader = "Idempotent-Replayed"
+	// LocalReplayHeader is the header idem sets on a response it rebuilt
+	// from the keystore without asking the server (Idem-Local-Replay: true).
+	LocalReplayHeader = "Idem-Local-Replay"
+)
+
+// IsReplay reports whether resp repeats an earlier answer instead of
+// being the first: a server replay (Idempotent-Replayed: true) or a local
+// replay from the keystore. Either way the effect happened once, earlier.
+func IsReplay(resp *http.Response) bool {
+	if resp == nil {
+		return false
+	}
+	return strings.EqualFold(resp.Header.Get(ReplayedHeader), "true") ||
+		strings.EqualFold(resp.Header.Get(LocalReplayHeader), "true")
+}
+
+// IsLocalReplay reports whether resp was rebuilt from the keystore
+// without a network round trip.
+func IsLocalReplay(resp *http.Response) bool {
+	return resp != nil && strings.EqualFold(resp.Header.Get(LocalReplayHeader), "true")
+}
+
+// notStoredHeaders are response headers the keystore does not keep: they
+// describe one connection, or may carry credentials.
+var notStoredHeaders = map[string]bool{
+	"Connection":        true,
+	"Keep-Alive":        true,
+	"Transfer-Encoding": true,
+	"Set-Cookie":        true,
+	"Set-Cookie2":       true,
+	"Trailer":           true,
+}
+
+// capture reads resp's body (up to MaxBodySize is kept) and returns what
+// the keystore stores; resp.Body is replaced so the caller can still read
+// the whole body. A body over the limit is stored empty, with truncated
+// set, and the caller still reads all of it.
+func capture(resp *http.Response) (stored *keystore.Response, truncated bool, err error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
+	if err != nil {
+		resp.Body.Close()
+		return nil, false, fmt.Errorf("idem: reading response body: %w", err)
+	}
+	stored = &keystore.Response{Status: resp.StatusCode, Header: http.Header{}}
+	for name, values := range resp.Header {
+		if !notStoredHeaders[http.CanonicalHeaderKey(name)] {
+			stored.Header[name] = append([]string(nil), values...)
+		}
+	}
+	if len(body) > MaxBodySize {
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return stored, true, nil
+	}
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	stored.Body = body
+	return stored, false, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// storedResponse rebuilds an *http.Response from the keystore; local marks
+// it as a local replay.
+func storedResponse(r *keystore.Response, req *http.Request, local bool) *http.Response {
+	h := r.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if local {
+		h.Set(LocalReplayHeader, "true")
+	}
+	return &http.Response{
+		Status:        strconv.Itoa(r.Status) + " " + http.StatusText(r.Status),
+		StatusCode:    r.Status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(r.Body)),
+		ContentLength: int64(len(r.Body)),
+		Request:       req,
+	}
+}

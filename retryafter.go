@@ -1,0 +1,100 @@
+package idem
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultRetryAfterCeiling caps the wait a server can ask for with
+// Retry-After, so a misconfigured or hostile server cannot park a call for
+// hours.
+const DefaultRetryAfterCeiling = 60 * time.Second
+
+// maxDeltaSeconds is the largest delta-seconds that fits in a Duration.
+const maxDeltaSeconds = int64(1<<63-1) / int64(time.Second)
+
+// ParseRetryAfter reads a Retry-After header value as of now (RFC 9110,
+// section 10.2.3). It accepts delta-seconds (digits only; 0 is valid) and an
+// HTTP-date in any of the three forms of http.ParseTime: IMF-fixdate,
+// RFC 850 and asctime. A date in the past means no wait: 0. Surrounding
+// spaces and tabs are ignored.
+//
+// ok is false for anything else: empty, negative, signed, fractional or
+// garbage values, and numbers too large for a Duration. Callers should
+// then ignore the header, as the protocol requires. No ceiling is applied
+// here.
+func ParseRetryAfter(value string, now time.Time) (wait time.Duration, ok bool) {
+	value = strings.Trim(value, " \t")
+	if value == "" {
+		return 0, false
+	}
+	if isDigits(value) {
+		secs, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || secs > maxDeltaSeconds {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	date, err := http.ParseTime(value)
+	if err != nil {
+		return 0, false
+	}
+	// Sub saturates instead of overflowing for dates centuries away.
+	return max(date.Sub(now), 0), true
+}
+
+// isDigits reports whether s is made of ASCII digits only.
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// retryAfterHint reads resp's Retry-After header (resp may be nil) and caps
+// it at ceiling; a ceiling <= 0 means DefaultRetryAfterCeiling. ok reports
+// whether a usable hint was present; an unusable one is ignored.
+func retryAfterHint(resp *http.Response, now time.Time, ceiling time.Duration) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+	if !ok {
+		return 0, false
+	}
+	if ceiling <= 0 {
+		ceiling = DefaultRetryAfterCeiling
+	}
+	return min(wait, ceiling), true
+}
+
+// nextWait returns how long to wait before retry n: b(n), or the server's
+// hint when one is present and longer. A nil b means idem's default
+// FullJitter policy; a negative b(n) counts as 0.
+//
+// It never sleeps. If ctx is already done it returns ctx.Err(). If ctx has a
+// deadline that the wait would reach, it returns ErrWaitBeyondDeadline
+// together with the wait it computed, so the caller can give up at once
+// with an error that carries the hint instead of sleeping into the
+// deadline.
+func nextWait(ctx context.Context, now time.Time, b Backoff, n int, hint time.Duration, hasHint bool) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if b == nil {
+		b = FullJitter(DefaultBackoffBase, DefaultBackoffCap, nil)
+	}
+	wait := max(b(n), 0)
+	if hasHint && hint > wait {
+		wait = hint
+	}
+	if deadline, ok := ctx.Deadline(); ok && !now.Add(wait).Before(deadline) {
+		return wait, ErrWaitBeyondDeadline
+	}
+	return wait, nil
+}

@@ -1,0 +1,276 @@
+package idem
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// call is one logical request: what to send on every attempt and how to
+// judge the answers. Do, polling and Transport all send through it.
+type call struct {
+	// req is the template of every attempt: method, URL, Host, context.
+	// Its Header is the base set of headers (stored + secrets).
+	req  *http.Request
+	body []byte
+	// key, when set, is sent as Idempotency-Key on every attempt.
+	key string
+	// keyed says whether the request carries a key (set here or by the
+	// caller): it decides whether an ambiguous failure may be retried.
+	keyed bool
+	// logKey names the call in logs (a hash, never the raw key).
+	logKey string
+	// client sends the attempts; its transport never closes the pool.
+	client *http.Client
+}
+
+// sendResult is how a call ended. When stop is nil, resp is a final answer
+// (success, 202, final failure, key reused) with its body unread.
+// Otherwise the call gave up and resp is the last answer seen, if any.
+type sendResult struct {
+	resp       *http.Response
+	outcome    outcome
+	stop       error
+	attempts   int
+	lastStatus int
+	lastErr    error
+	hint       time.Duration
+	unknown    bool
+}
+
+// giveUp describes a stopped call as the error callers match on.
+func (r *sendResult) giveUp(key string) *GiveUpError {
+	return &GiveUpError{
+		Reason:         r.stop,
+		Attempts:       r.attempts,
+		LastStatus:     r.lastStatus,
+		LastErr:        r.lastErr,
+		RetryAfter:     r.hint,
+		Key:            key,
+		OutcomeUnknown: r.unknown,
+	}
+}
+
+// send runs the attempts of cl on go-retryablehttp with the client's own
+// retry policy: it decides in CheckRetry (which sees the outcome, the
+// budget, Retry-After and the deadline) and hands the computed wait to
+// Backoff. Its ErrorHandler keeps the last response instead of dropping it.
+func (c *Client) send(ctx context.Context, cl *call) *sendResult {
+	res := &sendResult{}
+	p := &attemptPolicy{c: c, cl: cl, res: res}
+	first := cl.req.WithContext(ctx)
+	if err := c.prepareAttempt(ctx, first, cl); err != nil {
+		res.stop = err
+		return res
+	}
+	rreq := &retryablehttp.Request{Request: first}
+	var body any // untyped nil: no body and no chunked encoding
+	if len(cl.body) > 0 {
+		body = cl.body
+	}
+	if err := rreq.SetBody(body); err != nil {
+		res.stop = err
+		return res
+	}
+	var prepareFailed bool
+	rc := &retryablehttp.Client{
+		HTTPClient: cl.client,
+		RetryMax:   c.cfg.maxAttempts - 1,
+		CheckRetry: p.check,
+		Backoff: func(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
+			return p.wait
+		},
+		ErrorHandler: func(resp *http.Response, err error, _ int) (*http.Response, error) {
+			return resp, err
+		},
+		PrepareRetry: func(r *http.Request) error {
+			err := c.prepareAttempt(ctx, r, cl)
+			prepareFailed = err != nil
+			return err
+		},
+	}
+	resp, err := rc.Do(rreq)
+	res.resp = resp
+	switch {
+	case err == nil:
+		return res
+	case prepareFailed:
+		// The last response was drained before the retry was prepared.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		res.resp = nil
+		res.stop = err
+	case res.stop == nil:
+		// The context ended during a wait; retryablehttp drained the
+		// response and returned the context's error.
+		res.stop = err
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			res.stop = ctxErr
+		}
+	}
+	return res
+}
+
+// prepareAttempt sets the headers of one attempt: the base set, the key,
+// then the request editor. Each attempt gets its own header map, so an
+// earlier attempt still being torn down never sees it change.
+func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call) error {
+	h := cl.req.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if cl.key != "" {
+		h.Set("Idempotency-Key", c.keyHeaderValue(cl.key))
+	}
+	r.Header = h
+	if c.cfg.editor != nil {
+		if err := c.cfg.editor(ctx, r); err != nil {
+			return &editorError{err: err}
+		}
+	}
+	return nil
+}
+
+// editorError marks a failure of the request editor, so the give-up says
+// where it came from.
+type editorError struct{ err error }
+
+func (e *editorError) Error() string { return "idem: request editor: " + e.err.Error() }
+func (e *editorError) Unwrap() error { return e.err }
+
+func (c *Client) keyHeaderValue(key string) string {
+	if c.cfg.quotedKeys {
+		return `"` + key + `"`
+	}
+	return key
+}
+
+// attemptPolicy is the CheckRetry of one call. retryablehttp cannot show
+// CheckRetry the request, so the policy carries it (method, keyed) and
+// records what it saw for the give-up error.
+type attemptPolicy struct {
+	c    *Client
+	cl   *call
+	res  *sendResult
+	wait time.Duration
+}
+
+func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	res := p.res
+	res.attempts++
+	now := p.c.cfg.now()
+	method := p.cl.req.Method
+	if err != nil {
+		res.lastErr = err
+	}
+	if resp != nil {
+		res.lastStatus = resp.StatusCode
+	}
+	o := classify(method, p.cl.keyed, resp, err)
+	res.outcome = o
+	if mayHaveTakenEffect(method, resp, err, o) {
+		res.unknown = true
+	}
+	p.log(ctx, resp, err, o)
+
+	switch o {
+	case outcomeSuccess, outcomeAccepted:
+		p.c.cfg.budget.Success()
+		return false, nil
+	case outcomeFinal, outcomeKeyReused:
+		return false, nil
+	case outcomeUnknown:
+		res.unknown = true
+		return p.stop(ErrOutcomeUnknown)
+	}
+
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return p.stop(ctxErr)
+	}
+	var hint time.Duration
+	var hasHint bool
+	if resp != nil {
+		if hint, hasHint = retryAfterHint(resp, now, p.c.cfg.raCeiling); hasHint {
+			res.hint = hint
+		}
+	}
+	if res.attempts >= p.c.cfg.maxAttempts {
+		return p.stop(ErrRetriesExhausted)
+	}
+	wait, werr := nextWait(ctx, now, p.c.cfg.backoff, res.attempts-1, hint, hasHint)
+	if werr != nil {
+		return p.stop(werr)
+	}
+	if !p.c.cfg.budget.TryRetry() {
+		return p.stop(ErrBudgetExhausted)
+	}
+	p.wait = wait
+	return true, nil
+}
+
+// stop ends the call: retryablehttp then hands the last response, body
+// intact, to the ErrorHandler.
+func (p *attemptPolicy) stop(reason error) (bool, error) {
+	p.res.stop = reason
+	return false, reason
+}
+
+func (p *attemptPolicy) log(ctx context.Context, resp *http.Response, err error, o outcome) {
+	attrs := []any{"key", p.cl.logKey, "method", p.cl.req.Method, "attempt", p.res.attempts, "outcome", o.String()}
+	if resp != nil {
+		attrs = append(attrs, "status", resp.StatusCode)
+	}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	p.c.log.DebugContext(ctx, "idem: attempt", attrs...)
+}
+
+// mayHaveTakenEffect reports whether an attempt of a non-idempotent
+// request may have changed state on the server without the client
+// learning the answer.
+func mayHaveTakenEffect(method string, resp *http.Response, err error, o outcome) bool {
+	if isIdempotentMethod(method) {
+		return false
+	}
+	if resp == nil {
+		return requestMayHaveBeenWritten(err)
+	}
+	if o != outcomeRetry {
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	case http.StatusConflict:
+		// 409 in-progress: an earlier attempt is still executing.
+		return true
+	}
+	return false
+}
+
+// shieldedTransport hides CloseIdleConnections of the pool it wraps:
+// retryablehttp calls it on every give-up, which would tear down the
+// connections every other call shares.
+type shieldedTransport struct{ rt http.RoundTripper }
+
+func (s shieldedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return s.rt.RoundTrip(r)
+}
+
+// shieldedClient is hc with its transport shielded.
+func shieldedClient(hc *http.Client) *http.Client {
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &http.Client{
+		Transport:     shieldedTransport{rt: rt},
+		CheckRedirect: hc.CheckRedirect,
+		Jar:           hc.Jar,
+		Timeout:       hc.Timeout,
+	}
+}
