@@ -40,7 +40,7 @@ const (
 
 // checkThenInsertWindow is the pause between the look-up and the insert of
 // flawCheckThenInsert: it makes the race real for concurrent duplicates.
-const checkThenInsertWindow = 100 * time.Millisecond
+const checkThenInsertWindow = 200 * time.Millisecond
 
 // brokenServer is a small payments server with one deliberate protocol
 // flaw, for proving that the conformance checks notice it.

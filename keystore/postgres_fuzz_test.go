@@ -34,7 +34,7 @@ func FuzzPostgresRoundTrip(f *testing.F) {
 		r.LastError = lastError
 		r.Operation = operation
 
-		_, created, err := p.Create(ctx, r)
+		stored, created, err := p.Create(ctx, r)
 		if postgresText(name) != name {
 			require.Error(t, err, "a name Postgres cannot hold is refused")
 			_, getErr := p.Get(ctx, r.Key)
@@ -49,6 +49,9 @@ func FuzzPostgresRoundTrip(f *testing.F) {
 			return
 		}
 		require.NoError(t, err)
+		assert.Equal(t, stored.Header, got.Header, "Create returns what Get reads")
+		assert.Equal(t, stored.LastError, got.LastError)
+		assert.Equal(t, stored.Operation, got.Operation)
 		assert.Equal(t, name, got.Name)
 		assert.Equal(t, body == nil, got.Body == nil)
 		assert.Equal(t, string(body), string(got.Body))

@@ -192,11 +192,20 @@ func validatePostgresRecord(r *Record) error {
 }
 
 // storedPostgresRecord is r as a read would return it: a deep copy with
-// times at the microsecond precision of timestamptz.
+// times at the microsecond precision of timestamptz and free text cleaned
+// as postgresText cleans it.
 func storedPostgresRecord(r *Record) *Record {
 	c := r.Clone()
 	c.CreatedAt = truncatePostgresTime(c.CreatedAt)
 	c.UpdatedAt = truncatePostgresTime(c.UpdatedAt)
+	c.Operation = postgresText(c.Operation)
+	c.LastError = postgresText(c.LastError)
+	// Both headers went through postgresHeaderJSON, which cannot produce
+	// JSON that fails to parse.
+	c.Header, _ = parsePostgresHeader(postgresHeaderJSON(c.Header))
+	if c.Response != nil {
+		c.Response.Header, _ = parsePostgresHeader(postgresHeaderJSON(c.Response.Header))
+	}
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -18,14 +19,10 @@ import (
 // an operator's psql session and can never smuggle SQL in.
 var postgresIdentifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
-// postgresColumns are the columns every keystore table must have; OpenPostgres
-// refuses a table that lacks one rather than failing later, query by query.
-var postgresColumns = []string{
-	"key", "name", "method", "url", "header", "body", "fingerprint", "state",
-	"created_at", "updated_at", "attempts", "response_status",
-	"response_header", "response_body", "operation", "last_error",
-	"claim_owner", "claim_until",
-}
+// postgresColumns are the columns every keystore table must have: a
+// record's, then the claim's. OpenPostgres refuses a table that lacks one
+// rather than failing later, query by query.
+var postgresColumns = append(slices.Clone(postgresRecordColumns), "claim_owner", "claim_until")
 
 // postgresObject is one database object of the keystore: the name to look
 // it up by (to_regnamespace for the schema, to_regclass otherwise) and the

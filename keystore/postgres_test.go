@@ -415,7 +415,7 @@ func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
 	}
 	admin, err := pgx.Connect(ctx, u.String())
 	require.NoError(t, err)
-	defer func() { _ = admin.Close(ctx) }()
+	t.Cleanup(func() { _ = admin.Close(ctx) }) // after the role is dropped
 	role := schema + "_app"
 	var b [12]byte
 	_, _ = rand.Read(b[:])

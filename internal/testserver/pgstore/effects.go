@@ -20,6 +20,10 @@ func (s *Store) CreatePayment(ctx context.Context, p testserver.Payment, c *test
 	if p.ID == "" {
 		return errors.New("pgstore: payment needs an id")
 	}
+	if err := checkText("payment id", p.ID, "principal", p.Principal, "currency", p.Currency,
+		"reference", p.Reference, "status", p.Status); err != nil {
+		return err
+	}
 	err := s.withCompletion(ctx, c, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, s.q.insertPayment,
 			p.Principal, p.ID, p.Amount, p.Currency, p.Reference, p.Status, p.Created)
@@ -35,6 +39,10 @@ func (s *Store) CreatePayment(ctx context.Context, p testserver.Payment, c *test
 func (s *Store) CreateOperation(ctx context.Context, op testserver.Operation, c *testserver.Completion) error {
 	if op.ID == "" {
 		return errors.New("pgstore: operation needs an id")
+	}
+	if err := checkText("operation id", op.ID, "principal", op.Principal, "kind", op.Kind,
+		"currency", op.Currency, "reference", op.Reference); err != nil {
+		return err
 	}
 	err := s.withCompletion(ctx, c, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, s.q.insertOperation,

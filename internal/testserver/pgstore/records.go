@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -31,6 +30,10 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 	}
 	if lease < time.Microsecond {
 		return nil, nil, fmt.Errorf("pgstore: lease must be at least 1µs, got %v", lease)
+	}
+	if err := checkText("principal", scope.Principal, "method", scope.Method, "route", scope.Route,
+		"key", key, "fingerprint", fingerprint); err != nil {
+		return nil, nil, err
 	}
 	for range reserveAttempts {
 		token := rand.Text()
@@ -78,10 +81,8 @@ func (s *Store) record(ctx context.Context, scope testserver.Scope, key string) 
 	rec.ExpiresAt = deref(expires)
 	if status != nil {
 		resp := &testserver.Response{Status: int(*status), Body: body, ResourceID: deref(rid)}
-		if len(header) > 0 {
-			if err := json.Unmarshal(header, &resp.Header); err != nil {
-				return nil, fmt.Errorf("stored response headers are corrupt: %w", err)
-			}
+		if resp.Header, err = decodeHeader(header); err != nil {
+			return nil, err
 		}
 		rec.Response = resp
 	}
@@ -102,12 +103,12 @@ func (s *Store) complete(ctx context.Context, db execer, c testserver.Completion
 	if err := validateCompletion(c); err != nil {
 		return err
 	}
-	var header json.RawMessage
-	if c.Response.Header != nil {
-		var err error
-		if header, err = json.Marshal(c.Response.Header); err != nil {
-			return fmt.Errorf("encode response headers: %w", err)
-		}
+	if err := checkText("resource id", c.Response.ResourceID); err != nil {
+		return err
+	}
+	header, err := encodeHeader(c.Response.Header)
+	if err != nil {
+		return err
 	}
 	r := c.Reservation
 	tag, err := db.Exec(ctx, s.q.complete,

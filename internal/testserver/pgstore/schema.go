@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.idempotency_records (
 	token           text,
 	lease_expires   timestamptz,
 	response_status integer,
-	response_header jsonb,
+	response_header bytea,
 	response_body   bytea,
 	resource_id     text,
 	created_at      timestamptz NOT NULL,

@@ -4,7 +4,7 @@ import "github.com/redis/go-redis/v9"
 
 // luaPrelude is shared by every script. Times are the Redis server's, in
 // milliseconds. A completion's arguments are five consecutive ARGV
-// entries: status, header JSON, body, resource id, retention in ms; the
+// entries: status, encoded header, body, resource id, retention in ms; the
 // expiry index is always the last key.
 const luaPrelude = `
 local function now_ms()

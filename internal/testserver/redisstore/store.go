@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -144,7 +143,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 }
 
 // completionArgs returns the script arguments of c: its token, then
-// status, header JSON, body, resource id and retention in milliseconds.
+// status, encoded header, body, resource id and retention in milliseconds.
 func completionArgs(c testserver.Completion) ([]any, error) {
 	if c.Retention < time.Millisecond {
 		return nil, fmt.Errorf("retention must be at least 1ms, got %v", c.Retention)
@@ -152,13 +151,9 @@ func completionArgs(c testserver.Completion) ([]any, error) {
 	if c.Response.Status < 100 || c.Response.Status > 999 {
 		return nil, fmt.Errorf("cannot store HTTP status %d", c.Response.Status)
 	}
-	header := ""
-	if c.Response.Header != nil {
-		b, err := json.Marshal(c.Response.Header)
-		if err != nil {
-			return nil, fmt.Errorf("encode response headers: %w", err)
-		}
-		header = string(b)
+	header, err := encodeHeader(c.Response.Header)
+	if err != nil {
+		return nil, err
 	}
 	return []any{
 		c.Reservation.Token, c.Response.Status, header, c.Response.Body,
@@ -205,10 +200,8 @@ func parseResponse(f map[string]string) (*testserver.Response, error) {
 		return nil, fmt.Errorf("stored status: %w", err)
 	}
 	resp := &testserver.Response{Status: status, Body: []byte(f["body"]), ResourceID: f["rid"]}
-	if h := f["header"]; h != "" {
-		if err := json.Unmarshal([]byte(h), &resp.Header); err != nil {
-			return nil, fmt.Errorf("stored response headers are corrupt: %w", err)
-		}
+	if resp.Header, err = decodeHeader([]byte(f["header"])); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }
