@@ -37,6 +37,10 @@ var (
 	// ErrWaitBeyondDeadline: the next wait (backoff or Retry-After) would
 	// outlive the context deadline, so it was not started.
 	ErrWaitBeyondDeadline = errors.New("idem: next retry would outlive the context deadline")
+	// ErrInvalidRequest: the request given to Begin (or Transport) cannot
+	// be made an intent: nil, no URL, an unsupported scheme, a body over
+	// MaxBodySize, or an Idempotency-Key of its own.
+	ErrInvalidRequest = errors.New("idem: invalid request")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("idem: client closed")
 	// ErrLocked: another process holds the keystore. It is

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,11 +19,6 @@ import (
 // MaxBodySize is the largest request body Begin and Transport accept: the
 // body is buffered so that every attempt sends it again.
 const MaxBodySize = 10 << 20
-
-// ErrInvalidRequest: the request given to Begin (or Transport) cannot be
-// made an intent: nil, no URL, an unsupported scheme, a body over
-// MaxBodySize, or an Idempotency-Key of its own.
-var ErrInvalidRequest = errors.New("idem: invalid request")
 
 // State is the life stage of an intent.
 type State = keystore.State

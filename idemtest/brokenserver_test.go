@@ -1,6 +1,7 @@
 package idemtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,13 @@ const (
 // flawCheckThenInsert: it makes the race real for concurrent duplicates.
 const checkThenInsertWindow = 200 * time.Millisecond
 
+// slowHeaderName is the header that makes a brokenServer hold a request for
+// slowHeaderDelay after reserving its key, as a server-specific test hook.
+const (
+	slowHeaderName  = "X-Conformance-Slow"
+	slowHeaderDelay = 150 * time.Millisecond
+)
+
 // brokenServer is a small payments server with one deliberate protocol
 // flaw, for proving that the conformance checks notice it.
 type brokenServer struct {
@@ -65,9 +73,9 @@ func newBrokenServer(f flaw) *brokenServer {
 }
 
 // hold slows every guarded request until the returned function is called.
-func (s *brokenServer) hold() func() {
+func (s *brokenServer) hold(context.Context) (func(), error) {
 	s.delay.Store(int64(150 * time.Millisecond))
-	return func() { s.delay.Store(0) }
+	return func() { s.delay.Store(0) }, nil
 }
 
 func (s *brokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -105,6 +113,9 @@ func (s *brokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec, reserved := s.reserve(scope, fingerprint); !reserved {
 		s.answerExisting(w, rec, fingerprint)
 		return
+	}
+	if r.Header.Get(slowHeaderName) != "" {
+		time.Sleep(slowHeaderDelay)
 	}
 	time.Sleep(time.Duration(s.delay.Load()))
 	status, resp := s.createPayment()

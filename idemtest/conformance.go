@@ -34,8 +34,8 @@ const (
 )
 
 // ConformanceOptions configures RunConformance. The zero value checks the
-// reference server's payments API as two anonymous-looking bearer
-// principals.
+// payments API of the reference server, acting as the bearer principals
+// "conformance-a" and "conformance-b".
 type ConformanceOptions struct {
 	// Endpoint is the path of the guarded operation, joined to the base
 	// URL. Default DefaultConformanceEndpoint.
@@ -73,13 +73,14 @@ type ConformanceOptions struct {
 	SlowHeader http.Header
 	// Hold, when set, is called before the checks that need a request
 	// still executing on the server (concurrent duplicates, in-progress);
-	// it should make the guarded handler slow, and the function it returns
-	// undoes that. See Server.ConformanceOptions.
+	// it should make the guarded handler slow, and the release function it
+	// returns undoes that. An error fails the in-progress check. See
+	// Server.ConformanceOptions.
 	//
 	// Without Hold or SlowHeader the in-progress check relies on the
 	// concurrent duplicates alone and is skipped when none of them was
 	// answered 409.
-	Hold func() (release func())
+	Hold func(ctx context.Context) (release func(), err error)
 	// ResourceID extracts the id of the resource a 2xx body describes; the
 	// concurrency and scoping checks count distinct ids. Default: the
 	// top-level "id" member of a JSON object, or else a digest of the
@@ -159,9 +160,9 @@ func Conformance(t *testing.T, baseURL string, opts ConformanceOptions) {
 func (s *Server) ConformanceOptions() ConformanceOptions {
 	return ConformanceOptions{
 		HTTPClient: s.Client(),
-		Hold: func() func() {
+		Hold: func(context.Context) (func(), error) {
 			s.SetHandlerDelay(conformanceHoldDelay)
-			return func() { s.SetHandlerDelay(0) }
+			return func() { s.SetHandlerDelay(0) }, nil
 		},
 	}
 }
@@ -181,7 +182,7 @@ type conformanceConfig struct {
 	client      *http.Client
 	concurrency int
 	slowHeader  http.Header
-	hold        func() func()
+	hold        func(context.Context) (func(), error)
 	resourceID  func([]byte) string
 }
 

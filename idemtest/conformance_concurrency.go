@@ -21,7 +21,7 @@ func (r *conformanceRun) checkConcurrent(ctx context.Context) verdict {
 	if !r.firstOK {
 		return noFirst()
 	}
-	release := r.hold()
+	release := r.hold(ctx)
 	defer release()
 
 	o := outgoing{what: "concurrent duplicate", keys: []string{newKey()}, body: r.body()}
@@ -126,19 +126,20 @@ func (r *conformanceRun) burst(ctx context.Context, o outgoing, n int) ([]exchan
 // be slowed, it provokes one first.
 func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 	canSlow := r.cfg.hold != nil || r.cfg.slowHeader != nil
-	switch {
-	case len(r.conflicts) > 0:
-	case !r.firstOK:
-		return noFirst()
-	case canSlow:
+	if len(r.conflicts) == 0 && r.firstOK && canSlow {
 		if err := r.provokeInProgress(ctx); err != nil {
 			return fail("%v", err)
 		}
 	}
-	if len(r.conflicts) == 0 {
-		if canSlow {
-			return fail("a duplicate of a request held on the server was never answered 409")
-		}
+	switch {
+	case r.holdErr != nil:
+		return fail("the Hold hook could not slow the server: %v", r.holdErr)
+	case len(r.conflicts) > 0:
+	case !r.firstOK:
+		return noFirst()
+	case canSlow:
+		return fail("a duplicate of a request held on the server was never answered 409")
+	default:
 		return skip("no duplicate arrived while its original was executing; give a way to slow the server to force one")
 	}
 	var failures []string
@@ -159,7 +160,7 @@ func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 // provokeInProgress sends an original (slowed by SlowHeader or Hold) and
 // duplicates of it until one of the two sides is answered 409.
 func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
-	release := r.hold()
+	release := r.hold(ctx)
 	defer release()
 	for range inProgressRounds {
 		key, body := newKey(), r.body()

@@ -28,6 +28,8 @@ type conformanceRun struct {
 	conflicts []exchange
 	// problems are the error answers that must be problem documents.
 	problems []exchange
+	// holdErr is the last error of the Hold hook.
+	holdErr error
 }
 
 // verdict is the outcome of one check without its metadata.
@@ -126,12 +128,16 @@ func (r *conformanceRun) noteProblem(e exchange) {
 }
 
 // hold makes the server slow through the configured hook, if any; the
-// returned function undoes it.
-func (r *conformanceRun) hold() func() {
+// returned function undoes it. A failure is kept for the in-progress
+// check, which is the one that needs the server slow.
+func (r *conformanceRun) hold(ctx context.Context) func() {
 	if r.cfg.hold == nil {
 		return func() {}
 	}
-	release := r.cfg.hold()
+	release, err := r.cfg.hold(ctx)
+	if err != nil {
+		r.holdErr = err
+	}
 	if release == nil {
 		return func() {}
 	}

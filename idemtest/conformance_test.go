@@ -1,6 +1,8 @@
 package idemtest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -244,4 +246,32 @@ func TestRunConformance_ReferenceServerPassesEveryCheck(t *testing.T) {
 	for _, r := range results {
 		assert.True(t, r.Passed, "%s: skipped=%v %s", r.ID, r.Skipped, r.Detail)
 	}
+}
+
+func TestRunConformance_SlowHeaderProvokesInProgress(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(newBrokenServer(flawNoRetryAfter))
+	t.Cleanup(srv.Close)
+
+	results, err := RunConformance(t.Context(), srv.URL, ConformanceOptions{
+		SlowHeader: http.Header{slowHeaderName: {"1"}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{CheckInProgress}, failedIDs(results), "results: %+v", results)
+	inProgress := results[slices.IndexFunc(results, func(r CheckResult) bool { return r.ID == CheckInProgress })]
+	assert.Contains(t, inProgress.Detail, "Retry-After")
+}
+
+func TestRunConformance_HoldErrorFailsInProgress(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(newBrokenServer(flawNone))
+	t.Cleanup(srv.Close)
+
+	results, err := RunConformance(t.Context(), srv.URL, ConformanceOptions{
+		Hold: func(context.Context) (func(), error) { return nil, errors.New("admin endpoint refused") },
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{CheckInProgress}, failedIDs(results))
+	inProgress := results[slices.IndexFunc(results, func(r CheckResult) bool { return r.ID == CheckInProgress })]
+	assert.Contains(t, inProgress.Detail, "admin endpoint refused")
 }

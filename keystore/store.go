@@ -3,8 +3,10 @@
 // durably before the first byte of the request leaves.
 //
 // Implementations: Bolt (OpenBolt; the default for a process that must
-// survive a restart, embedded, durable on return) and Memory (NewMemory;
-// tests and processes that need no persistence).
+// survive a restart, embedded, durable on return), Memory (NewMemory;
+// tests and processes that need no persistence) and Postgres
+// (OpenPostgres; one keystore shared by a fleet of workers, which claim
+// pending intents through Claimer so no two resend one intent at once).
 package keystore
 
 import (

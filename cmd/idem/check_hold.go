@@ -18,10 +18,13 @@ const adminFaultsPath = "/admin/faults"
 // in-progress checks run: long enough for duplicates to overlap.
 const adminHoldDelay = 150 * time.Millisecond
 
+// adminReleaseTimeout bounds the request that lifts the hold; it runs
+// even when the run's context has ended, so the server is not left slow.
+const adminReleaseTimeout = 5 * time.Second
+
 // adminHold slows a reference server through /admin/faults so that the
 // in-progress check always sees a request still executing.
 type adminHold struct {
-	ctx    context.Context
 	client *http.Client
 	url    string
 	token  string
@@ -31,26 +34,30 @@ type adminHold struct {
 // so that a wrong token is a clear error rather than a failed check.
 func newAdminHold(ctx context.Context, baseURL, token string) (*adminHold, error) {
 	h := &adminHold{
-		ctx:    ctx,
 		client: &http.Client{Timeout: 10 * time.Second},
 		url:    strings.TrimSuffix(baseURL, "/") + adminFaultsPath,
 		token:  token,
 	}
-	if err := h.send(http.MethodGet, nil); err != nil {
+	if err := h.send(ctx, http.MethodGet, nil); err != nil {
 		return nil, fmt.Errorf("check: --admin-token: %w", err)
 	}
 	return h, nil
 }
 
-// hold sets the handler delay; the returned function clears it. Errors
-// surface as the in-progress check's verdict: the token was proven above.
-func (h *adminHold) hold() func() {
-	_ = h.send(http.MethodPost, fmt.Appendf(nil, `{"handler_delay":%q}`, adminHoldDelay))
-	return func() { _ = h.send(http.MethodPost, []byte(`{"handler_delay":"0s"}`)) }
+// hold sets the handler delay; the returned function clears it.
+func (h *adminHold) hold(ctx context.Context) (func(), error) {
+	if err := h.send(ctx, http.MethodPost, fmt.Appendf(nil, `{"handler_delay":%q}`, adminHoldDelay)); err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminReleaseTimeout)
+		defer cancel()
+		_ = h.send(ctx, http.MethodPost, []byte(`{"handler_delay":"0s"}`))
+	}, nil
 }
 
-func (h *adminHold) send(method string, body []byte) error {
-	req, err := http.NewRequestWithContext(h.ctx, method, h.url, bytes.NewReader(body))
+func (h *adminHold) send(ctx context.Context, method string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, method, h.url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ ON CONFLICT ON CONSTRAINT idempotency_records_scope_key DO UPDATE SET
 	resource_id = NULL, expires_at = NULL
 WHERE (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() AND r.fingerprint = EXCLUDED.fingerprint)
    OR (r.state = 'completed' AND r.expires_at <= clock_timestamp())
-RETURNING lease_expires, created_at`, records),
+RETURNING true`, records),
 
 		selectRecord: fmt.Sprintf(`
 SELECT fingerprint, state, token, lease_expires, response_status, response_header,
@@ -51,17 +51,20 @@ DELETE FROM %[1]s
 WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
   AND state = 'reserved' AND token = $5`, records),
 
+		// The batch is a materialized CTE so it is chosen once: a LIMIT
+		// subquery joined in USING may be rescanned and pick more rows.
 		// SKIP LOCKED lets concurrent sweeps (one per replica) share the
 		// work; the outer condition is checked again so a record taken
 		// over meanwhile is left alone.
 		sweep: fmt.Sprintf(`
-DELETE FROM %[1]s AS r USING (
+WITH due AS MATERIALIZED (
 	SELECT principal, method, route, key FROM %[1]s
 	WHERE state = 'completed' AND expires_at <= clock_timestamp()
 	ORDER BY expires_at LIMIT $1
 	FOR UPDATE SKIP LOCKED
-) AS old
-WHERE r.principal = old.principal AND r.method = old.method AND r.route = old.route AND r.key = old.key
+)
+DELETE FROM %[1]s AS r USING due
+WHERE r.principal = due.principal AND r.method = due.method AND r.route = due.route AND r.key = due.key
   AND r.state = 'completed' AND r.expires_at <= clock_timestamp()`, records),
 
 		insertPayment: fmt.Sprintf(`

@@ -37,10 +37,10 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 	}
 	for range reserveAttempts {
 		token := rand.Text()
-		var leaseExpires, createdAt time.Time
+		var reserved bool
 		err := s.pool.QueryRow(ctx, s.q.reserve,
 			scope.Principal, scope.Method, scope.Route, key, fingerprint, token, lease.Microseconds(),
-		).Scan(&leaseExpires, &createdAt)
+		).Scan(&reserved)
 		if err == nil {
 			s.logger.Debug("pgstore: key reserved", "key_hash", keyHash(key))
 			return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil

@@ -23,6 +23,8 @@ func FuzzResponseRoundTrip(f *testing.F) {
 	f.Add(500, "X-Bin", "caf\xe9", []byte{0, 0xff, '\n', 0x80}, "")
 	f.Add(999, "", "", []byte(nil), "id with spaces")
 	f.Add(100, "Retry-After", "1", []byte("\"quoted\" \\ and ✓"), "é")
+	f.Add(201, "0", "0", []byte("0"), "\x00")
+	f.Add(201, "X", "v", []byte("b"), "\xff")
 	f.Fuzz(func(t *testing.T, status int, name, value string, body []byte, resourceID string) {
 		if status < 100 || status > 999 {
 			t.Skip("stores refuse statuses outside 100-999")

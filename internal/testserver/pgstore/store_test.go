@@ -310,3 +310,51 @@ func TestRejectsBadArguments(t *testing.T) {
 	assert.Error(t, s.CreatePayment(ctx, testserver.Payment{ID: "pay_\x00", Principal: scope.Principal}, nil),
 		"PostgreSQL text cannot hold a NUL byte; the store must say so, not panic")
 }
+
+// Sweep deletes in batches of exactly its limit, so a backlog drains in
+// bounded statements, and leaves live records alone.
+func TestSweepDrainsABacklogInBatches(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	s := openStore(t, dsn, newSchema(t, dsn))
+	ctx := t.Context()
+	scope := newScope()
+	complete := func(key string, retention time.Duration) {
+		res, _, err := s.Reserve(ctx, scope, key, "fp", time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, s.Complete(ctx, testserver.Completion{Reservation: *res, Response: response("{}"), Retention: retention}))
+	}
+	for i := range 25 {
+		complete(fmt.Sprintf("old-%d", i), time.Millisecond)
+	}
+	complete("live", time.Hour)
+	_, _, err := s.Reserve(ctx, scope, "pending", "fp", time.Millisecond)
+	require.NoError(t, err)
+
+	// Wait on the database clock until the whole backlog is due: the
+	// newest old record is then past its retention.
+	require.Eventually(t, func() bool {
+		_, rec, err := s.Reserve(ctx, scope, "old-24", "other", time.Minute)
+		return err == nil && rec == nil
+	}, 10*time.Second, 5*time.Millisecond)
+
+	var batches []int
+	for {
+		n, err := s.Sweep(ctx, 10)
+		require.NoError(t, err)
+		batches = append(batches, n)
+		if n < 10 {
+			break
+		}
+	}
+	assert.Equal(t, []int{10, 10, 4}, batches, "old-24 was taken over, so 24 records are due")
+
+	_, rec, err := s.Reserve(ctx, scope, "live", "fp", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Equal(t, testserver.StateCompleted, rec.State, "a live record survives the sweep")
+	_, rec, err = s.Reserve(ctx, scope, "pending", "other", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Equal(t, testserver.StateReserved, rec.State, "a reservation survives the sweep")
+}

@@ -1,0 +1,9 @@
+// Package bench holds idem's performance evidence: Go benchmarks that
+// measure the client, the keystores and the reference server against the
+// baselines a user would pick instead, and the simulations behind the
+// retry-storm (herd) and outage tables of BENCHMARKS.md.
+//
+// Nothing here asserts a duration: the tests check the simulations'
+// logic with fixed seeds and counts; figures come only from `go test
+// -bench` and the commands under bench/cmd (see bench/run.sh).
+package bench

@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runTestOutage(t *testing.T, cl OutageClient, err error) OutageResult {
+	t.Helper()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cl.Close() })
+	res, err := RunOutage(context.Background(), OutageConfig{Calls: 150, Rate: 5000, Window: 50}, cl)
+	require.NoError(t, err)
+	require.Equal(t, 150, res.Offered)
+	require.Len(t, res.Windows, 3)
+	return res
+}
+
+func TestOutageIdemBudgetCapsRetries(t *testing.T) {
+	t.Parallel()
+	cl, err := IdemOutageClient(true)
+	res := runTestOutage(t, cl, err)
+	// The default budget holds 100 retries and an outage never refills
+	// it: 150 first attempts plus exactly 100 retries.
+	assert.Equal(t, 250, res.Received)
+	assert.InDelta(t, 250.0/150, res.Amplification(), 1e-9)
+}
+
+func TestOutageIdemWithoutBudgetMakesEveryAttempt(t *testing.T) {
+	t.Parallel()
+	cl, err := IdemOutageClient(false)
+	res := runTestOutage(t, cl, err)
+	assert.Equal(t, 750, res.Received, "5 attempts per call")
+	assert.Equal(t, []float64{5, 5, 5}, res.Windows)
+	assert.Equal(t, 5.0, res.Steady())
+}
+
+func TestOutageRetryablehttpDefaults(t *testing.T) {
+	t.Parallel()
+	res := runTestOutage(t, RetryablehttpOutageClient(), nil)
+	assert.Equal(t, 750, res.Received, "RetryMax 4: 5 attempts per call")
+}
+
+func TestRunOutageRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	_, err := RunOutage(context.Background(), OutageConfig{}, RetryablehttpOutageClient())
+	require.Error(t, err)
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// intentsEnv is what every intents subcommand shares: the keystore flags
+// and the clock that ages intents.
+type intentsEnv struct {
+	ks     keystoreFlags
+	getenv func(string) string
+	now    func() time.Time
+}
+
+// newIntentsCommand returns `idem intents`: list, show, resume and purge
+// the intents in a client keystore. getenv reads the environment
+// (IDEM_KEYSTORE, IDEM_TOKEN).
+func newIntentsCommand(getenv func(string) string) *cobra.Command {
+	env := &intentsEnv{getenv: getenv, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "intents",
+		Short: "List, show, resume and purge the intents in a client keystore",
+		Long: `Intents works on the keystore of a program that uses the idem client: the
+intents it began, their idempotency keys, states and stored answers.
+
+The keystore is a bbolt file (default ./` + defaultKeystore + `, or $` + keystoreEnv + `) or a
+postgres:// URL. A bbolt file must exist; it is never created here. A file
+that another process holds is reported after --lock-timeout.
+
+Credentials are never stored in a keystore, so resume takes them again
+with --token or --header.`,
+		Example: `  idem intents list --state pending
+  idem intents show batch-42/payment-3
+  idem intents resume --token "$API_TOKEN"
+  idem intents purge --older-than 24h --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	env.ks.register(cmd.PersistentFlags(), getenv)
+	cmd.AddCommand(
+		newIntentsListCommand(env),
+		newIntentsShowCommand(env),
+		newIntentsResumeCommand(env),
+		newIntentsPurgeCommand(env),
+	)
+	return cmd
+}
+
+// intentSummary is one intent without its payloads: what list prints.
+type intentSummary struct {
+	Key       string         `json:"key"`
+	Name      string         `json:"name,omitempty"`
+	State     keystore.State `json:"state"`
+	Method    string         `json:"method"`
+	URL       string         `json:"url"`
+	Attempts  int            `json:"attempts"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	// Status is the stored answer's status, 0 when there is none.
+	Status    int    `json:"status,omitempty"`
+	Operation string `json:"operation,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+func summarize(r *keystore.Record) intentSummary {
+	s := intentSummary{
+		Key:       r.Key,
+		Name:      r.Name,
+		State:     r.State,
+		Method:    r.Method,
+		URL:       r.URL,
+		Attempts:  r.Attempts,
+		CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt,
+		Operation: r.Operation,
+		LastError: r.LastError,
+	}
+	if r.Response != nil {
+		s.Status = r.Response.Status
+	}
+	return s
+}
+
+// secretHeaders are shown as "[redacted]" even though a keystore written
+// by the idem client never holds them: a keystore is not trusted to be
+// the client's alone.
+var secretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
+
+// redacted returns a copy of h with secret header values replaced.
+func redacted(h http.Header) http.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := h.Clone()
+	for _, name := range secretHeaders {
+		if _, ok := out[name]; ok {
+			out[name] = []string{"[redacted]"}
+		}
+	}
+	return out
+}
+
+// statusText is "201 Created" for 201.
+func statusText(code int) string {
+	if text := http.StatusText(code); text != "" {
+		return fmt.Sprintf("%d %s", code, text)
+	}
+	return fmt.Sprint(code)
+}
+
+// printable reports whether b reads as text: valid UTF-8 without control
+// characters other than tab, newline and carriage return.
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// humanAge is a short duration for a table column: 45s, 12m, 3h5m, 4d2h.
+func humanAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+}
+
+// shortDuration prints d without trailing zero units: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// oneLineOf collapses white space so a stored message fits one line, and
+// cuts it to at most max runes.
+func oneLineOf(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…"
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// allStates are the states --state accepts, in life order.
+var allStates = []keystore.State{keystore.Pending, keystore.Accepted, keystore.Succeeded, keystore.Failed, keystore.Expired}
+
+// listFlags are the flags of `idem intents list`.
+type listFlags struct {
+	states    []string
+	olderThan time.Duration
+	json      bool
+}
+
+func newIntentsListCommand(env *intentsEnv) *cobra.Command {
+	var f listFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the intents in the keystore, oldest first",
+		Long: `List prints one row per intent, oldest first: its idempotency key, business
+name, state, request method and URL, the attempts made over its life, its
+age, and the stored answer's status or the last error. Bodies are never
+printed here; use show.`,
+		Example: `  idem intents list
+  idem intents list --state pending,accepted --older-than 1h
+  idem intents list --json | jq '.[].key'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runList(cmd.Context(), cmd.OutOrStdout(), env, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.states, "state", nil, "only intents in these states (comma-separated: "+joinStates(allStates)+")")
+	fl.DurationVar(&f.olderThan, "older-than", 0, "only intents created longer ago than this, e.g. 1h")
+	fl.BoolVar(&f.json, "json", false, "print a JSON array instead of a table")
+	_ = cmd.RegisterFlagCompletionFunc("state", completeStates)
+	return cmd
+}
+
+// filter turns the flags into a keystore filter.
+func (f listFlags) filter(now time.Time) (keystore.Filter, error) {
+	var filter keystore.Filter
+	states, err := parseStates(f.states)
+	if err != nil {
+		return filter, err
+	}
+	filter.States = states
+	if f.olderThan < 0 {
+		return filter, fmt.Errorf("--older-than %s: need a positive duration", f.olderThan)
+	}
+	if f.olderThan > 0 {
+		filter.CreatedBefore = now.Add(-f.olderThan)
+	}
+	return filter, nil
+}
+
+func runList(ctx context.Context, out io.Writer, env *intentsEnv, f listFlags) error {
+	filter, err := f.filter(env.now())
+	if err != nil {
+		return err
+	}
+	st, err := env.ks.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	recs, err := st.List(ctx, filter)
+	if err != nil {
+		return fmt.Errorf("listing intents in %s: %w", env.ks.display(), err)
+	}
+	if f.json {
+		return writeListJSON(out, recs)
+	}
+	if len(recs) == 0 {
+		_, err := fmt.Fprintf(out, "no intents in %s match\n", env.ks.display())
+		return err
+	}
+	return writeListTable(out, recs, env.now())
+}
+
+func writeListJSON(out io.Writer, recs []*keystore.Record) error {
+	rows := make([]intentSummary, len(recs))
+	for i, r := range recs {
+		rows[i] = summarize(r)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
+
+// lastColumnWidth bounds the LAST column so one long error cannot push
+// the table off the screen; show prints it whole.
+const lastColumnWidth = 60
+
+func writeListTable(out io.Writer, recs []*keystore.Record, now time.Time) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tNAME\tSTATE\tMETHOD\tURL\tATTEMPTS\tAGE\tLAST")
+	for _, r := range recs {
+		name := r.Name
+		if name == "" {
+			name = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+			r.Key, oneLineOf(name, 48), r.State, r.Method, oneLineOf(r.URL, 80), r.Attempts,
+			humanAge(now.Sub(r.CreatedAt)), lastOutcome(r))
+	}
+	return tw.Flush()
+}
+
+// lastOutcome is the stored answer's status, or else the last error.
+func lastOutcome(r *keystore.Record) string {
+	switch {
+	case r.Response != nil:
+		return statusText(r.Response.Status)
+	case r.LastError != "":
+		// The package prefix says nothing in a column of idem errors.
+		return oneLineOf(strings.TrimPrefix(r.LastError, "idem: "), lastColumnWidth)
+	default:
+		return "-"
+	}
+}
+
+// parseStates checks --state values; none means every state.
+func parseStates(values []string) ([]keystore.State, error) {
+	var out []keystore.State
+	for _, v := range values {
+		s := keystore.State(strings.ToLower(strings.TrimSpace(v)))
+		if !slices.Contains(allStates, s) {
+			return nil, fmt.Errorf("--state %q: unknown state (want %s)", v, joinStates(allStates))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func joinStates(states []keystore.State) string {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// completeStates offers the state names for shell completion of --state.
+func completeStates(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	names := make([]string, len(allStates))
+	for i, s := range allStates {
+		names[i] = string(s)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/keystore"
+)
+
+// tokenEnv names the environment variable that carries the bearer token
+// for resume, so it need not appear in the process list.
+const tokenEnv = "IDEM_TOKEN"
+
+// maxResumeConcurrency bounds --concurrency.
+const maxResumeConcurrency = 64
+
+// resumeFlags are the flags of `idem intents resume`.
+type resumeFlags struct {
+	keys        []string
+	olderThan   time.Duration
+	token       string
+	headers     []string
+	maxAttempts int
+	timeout     time.Duration
+	retention   time.Duration
+	concurrency int
+	noProgress  bool
+}
+
+func newIntentsResumeCommand(env *intentsEnv) *cobra.Command {
+	var f resumeFlags
+	cmd := &cobra.Command{
+		Use:   "resume",
+		Short: "Send the pending intents again, each with its own idempotency key",
+		Long: `Resume settles what a crashed or interrupted program left pending: every
+pending intent is sent again with the idempotency key it was born with, so a
+server that honours Idempotency-Key replays what already happened instead of
+doing it twice. Accepted intents (202) are polled, never resent. An intent
+older than --retention is not resent but marked expired, for reconciliation
+by hand.
+
+The keystore never holds credentials: give them with --token (or $` + tokenEnv + `)
+or --header; they are added to every attempt.
+
+A progress bar is drawn on stderr when it is a terminal; otherwise (or
+with --no-progress) one line per intent is printed. The exit status is
+non-zero when any intent is left pending, failed or expired.`,
+		Example: `  idem intents resume --token "$API_TOKEN"
+  idem intents resume --key 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --header 'Authorization: Bearer sk_live_…'
+  idem intents resume --older-than 10m --max-attempts 3 --no-progress`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.token == "" {
+				f.token = env.getenv(tokenEnv)
+			}
+			return runResume(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), env, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.keys, "key", nil, "resume only this intent, by key or name (repeatable); any state")
+	fl.DurationVar(&f.olderThan, "older-than", 0, "only pending intents created longer ago than this, e.g. 10m")
+	fl.StringVar(&f.token, "token", "", "bearer token sent as 'Authorization: Bearer TOKEN' (default $"+tokenEnv+")")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, "header 'Name: value' added to every attempt (repeatable)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", idem.DefaultMaxAttempts, "attempts per intent, counting the first")
+	fl.DurationVar(&f.timeout, "timeout", time.Minute, "deadline for settling one intent, all its attempts included")
+	fl.DurationVar(&f.retention, "retention", idem.DefaultRetention, "the server's key retention: older intents are not resent")
+	fl.IntVar(&f.concurrency, "concurrency", 4, "intents settled at the same time")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "print one line per intent instead of a progress bar")
+	return cmd
+}
+
+// validate rejects bad flags before the keystore is opened.
+func (f resumeFlags) validate() error {
+	switch {
+	case f.maxAttempts < 1:
+		return fmt.Errorf("--max-attempts %d: need at least 1", f.maxAttempts)
+	case f.timeout <= 0:
+		return fmt.Errorf("--timeout %s: need a positive duration", f.timeout)
+	case f.retention <= 0:
+		return fmt.Errorf("--retention %s: need a positive duration", f.retention)
+	case f.olderThan < 0:
+		return fmt.Errorf("--older-than %s: need a positive duration", f.olderThan)
+	case f.concurrency < 1 || f.concurrency > maxResumeConcurrency:
+		return fmt.Errorf("--concurrency %d: need 1 to %d", f.concurrency, maxResumeConcurrency)
+	case f.olderThan > 0 && len(f.keys) > 0:
+		return errors.New("--older-than and --key select intents in two ways; give one")
+	}
+	for _, k := range f.keys {
+		if strings.TrimSpace(k) == "" {
+			return errors.New("--key: empty key")
+		}
+	}
+	_, err := f.credentials()
+	return err
+}
+
+// credentials are the headers every attempt gets: --token and --header.
+func (f resumeFlags) credentials() (http.Header, error) {
+	h := http.Header{}
+	for _, line := range f.headers {
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || !validHeaderName(name) {
+			return nil, fmt.Errorf("--header %q: want 'Name: value'", line)
+		}
+		if strings.EqualFold(name, "Idempotency-Key") {
+			return nil, errors.New("--header: Idempotency-Key comes from each intent and cannot be set")
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	if f.token != "" {
+		if h.Get("Authorization") != "" {
+			return nil, errors.New("--token and an Authorization --header both set the credentials; give one")
+		}
+		h.Set("Authorization", "Bearer "+f.token)
+	}
+	return h, nil
+}
+
+// outcome is what came of resuming one intent.
+type outcome struct {
+	key, name string
+	state     keystore.State
+	status    int   // status of the answer, 0 if none
+	err       error // the call's error, nil on success
+}
+
+func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f resumeFlags) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	creds, _ := f.credentials()
+	st, err := env.ks.open(ctx)
+	if err != nil {
+		return err
+	}
+	client, err := idem.New(
+		idem.WithStore(st), // the client closes it
+		idem.WithMaxAttempts(f.maxAttempts),
+		idem.WithRetention(f.retention),
+		idem.WithRequestEditor(func(_ context.Context, req *http.Request) error {
+			for name, values := range creds {
+				req.Header[name] = values
+			}
+			return nil
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	intents, err := selectIntents(ctx, client, st, env, f)
+	if err != nil {
+		return err
+	}
+	if len(intents) == 0 {
+		_, err := fmt.Fprintf(stdout, "nothing to resume: no pending intents in %s match\n", env.ks.display())
+		return err
+	}
+	rep := newReporter(stdout, stderr, len(intents), !f.noProgress && isTerminal(stderr))
+	results := settleAll(ctx, client, intents, f, rep)
+	rep.finish()
+	return summarizeResume(stdout, results)
+}
+
+// selectIntents finds the intents to resume: those --key names (in any
+// state), or every pending and accepted one, optionally only the old ones.
+func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, env *intentsEnv, f resumeFlags) ([]*idem.Intent, error) {
+	if len(f.keys) > 0 {
+		var out []*idem.Intent
+		for _, k := range f.keys {
+			rec, err := findIntent(ctx, st, k)
+			if errors.Is(err, keystore.ErrNotFound) {
+				return nil, fmt.Errorf("--key %q: no intent with this key or name in %s", k, env.ks.display())
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
+			}
+			in, err := client.Resume(ctx, rec.Key)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, in)
+		}
+		return out, nil
+	}
+	pending, err := client.Pending(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
+	}
+	if f.olderThan == 0 {
+		return pending, nil
+	}
+	cutoff := env.now().Add(-f.olderThan)
+	var out []*idem.Intent
+	for _, in := range pending {
+		if in.CreatedAt.Before(cutoff) {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// settleAll runs Do on every intent, f.concurrency at a time, and returns
+// the outcomes in the intents' order. When ctx ends, the intents not
+// started yet are reported as still pending.
+func settleAll(ctx context.Context, client *idem.Client, intents []*idem.Intent, f resumeFlags, rep reporter) []outcome {
+	results := make([]outcome, len(intents))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(f.concurrency, len(intents)) {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = settleOne(ctx, client, intents[i], f.timeout)
+				rep.done(results[i])
+			}
+		})
+	}
+	for i := range intents {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+func settleOne(ctx context.Context, client *idem.Client, in *idem.Intent, timeout time.Duration) outcome {
+	o := outcome{key: in.Key, name: in.Name}
+	if err := ctx.Err(); err != nil {
+		o.state, o.err = in.State, err
+		return o
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := client.Do(ctx, in)
+	if resp != nil {
+		o.status = resp.StatusCode
+		resp.Body.Close() // Do buffered it; this only tidies up
+	}
+	o.state, o.err = in.State, err
+	return o
+}
+
+// summarizeResume prints the tally and returns an error when any intent
+// is left unsettled, quoting the last error seen so one line says why.
+func summarizeResume(out io.Writer, results []outcome) error {
+	var succeeded, failed, pending, expired int
+	var lastErr error
+	for _, r := range results {
+		switch r.state {
+		case keystore.Succeeded:
+			succeeded++
+		case keystore.Failed:
+			failed++
+		case keystore.Expired:
+			expired++
+		default:
+			pending++
+		}
+		if r.err != nil {
+			lastErr = r.err
+		}
+	}
+	fmt.Fprintf(out, "resumed %d %s: %d succeeded, %d failed, %d still pending, %d expired\n",
+		len(results), plural(len(results), "intent", "intents"), succeeded, failed, pending, expired)
+	unsettled := failed + pending + expired
+	if unsettled == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d of %d intents not settled (%d failed, %d still pending, %d expired)",
+		unsettled, len(results), failed, pending, expired)
+	if lastErr != nil {
+		msg += "; last error: " + oneLineOf(lastErr.Error(), 300)
+	}
+	return errors.New(msg)
+}

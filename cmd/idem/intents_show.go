@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// showFlags are the flags of `idem intents show`.
+type showFlags struct {
+	json bool
+}
+
+func newIntentsShowCommand(env *intentsEnv) *cobra.Command {
+	var f showFlags
+	cmd := &cobra.Command{
+		Use:   "show KEY|NAME",
+		Short: "Show one intent in full: request, headers, body and stored answer",
+		Long: `Show prints one intent, found by its idempotency key or its business name:
+the request it sends (method, URL, stored headers, body), its fingerprint,
+times, attempts and last error, and the answer stored for it.
+
+A body is printed as text when it is printable and as base64 otherwise.
+Credentials are never stored in a keystore; a secret header found anyway
+is printed as [redacted].`,
+		Example: `  idem intents show 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d
+  idem intents show batch-42/payment-3 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runShow(cmd.Context(), cmd.OutOrStdout(), env, args[0], f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the intent as a JSON object")
+	return cmd
+}
+
+// intentDetail is one intent in full: what show prints.
+type intentDetail struct {
+	intentSummary
+	Fingerprint string        `json:"fingerprint"`
+	Header      http.Header   `json:"header,omitempty"`
+	Body        *bodyView     `json:"body,omitempty"`
+	Response    *responseView `json:"response,omitempty"`
+}
+
+// responseView is the stored answer of an intent.
+type responseView struct {
+	Status int         `json:"status"`
+	Header http.Header `json:"header,omitempty"`
+	Body   *bodyView   `json:"body,omitempty"`
+}
+
+// bodyView is a body as text when printable, else as base64.
+type bodyView struct {
+	Size   int    `json:"size"`
+	Text   string `json:"text,omitempty"`
+	Base64 string `json:"base64,omitempty"`
+}
+
+func newBodyView(b []byte) *bodyView {
+	if len(b) == 0 {
+		return nil
+	}
+	if printable(b) {
+		return &bodyView{Size: len(b), Text: string(b)}
+	}
+	return &bodyView{Size: len(b), Base64: base64.StdEncoding.EncodeToString(b)}
+}
+
+func detail(r *keystore.Record) intentDetail {
+	d := intentDetail{
+		intentSummary: summarize(r),
+		Fingerprint:   r.Fingerprint,
+		Header:        redacted(r.Header),
+		Body:          newBodyView(r.Body),
+	}
+	if r.Response != nil {
+		d.Response = &responseView{
+			Status: r.Response.Status,
+			Header: redacted(r.Response.Header),
+			Body:   newBodyView(r.Response.Body),
+		}
+	}
+	return d
+}
+
+func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName string, f showFlags) error {
+	if keyOrName == "" {
+		return errors.New("show: empty key or name")
+	}
+	st, err := env.ks.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := findIntent(ctx, st, keyOrName)
+	if errors.Is(err, keystore.ErrNotFound) {
+		return fmt.Errorf("no intent with key or name %q in %s", keyOrName, env.ks.display())
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
+	}
+	d := detail(rec)
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	return writeDetail(out, d, env.now())
+}
+
+// findIntent looks keyOrName up as a key first, then as a name.
+func findIntent(ctx context.Context, st keystore.Store, keyOrName string) (*keystore.Record, error) {
+	rec, err := st.Get(ctx, keyOrName)
+	if !errors.Is(err, keystore.ErrNotFound) {
+		return rec, err
+	}
+	return st.GetByName(ctx, keyOrName)
+}
+
+func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	field := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", label, value)
+		}
+	}
+	field("Key", d.Key)
+	field("Name", d.Name)
+	field("State", string(d.State))
+	field("Request", d.Method+" "+d.URL)
+	field("Fingerprint", d.Fingerprint)
+	field("Created", fmt.Sprintf("%s (%s ago)", d.CreatedAt.Format(time.RFC3339), humanAge(now.Sub(d.CreatedAt))))
+	field("Updated", d.UpdatedAt.Format(time.RFC3339))
+	field("Attempts", fmt.Sprint(d.Attempts))
+	field("Operation", d.Operation)
+	field("Last error", oneLineOf(d.LastError, 1<<10))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	writeMessage(&b, "Request", d.Header, d.Body)
+	if d.Response != nil {
+		writeMessage(&b, "Response "+statusText(d.Response.Status), d.Response.Header, d.Response.Body)
+	} else {
+		b.WriteString("Response: none stored\n")
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// writeMessage prints headers (sorted) and a body under a title.
+func writeMessage(b *strings.Builder, title string, h http.Header, body *bodyView) {
+	fmt.Fprintf(b, "\n%s\n", title)
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, v := range h[name] {
+			fmt.Fprintf(b, "  %s: %s\n", name, v)
+		}
+	}
+	switch {
+	case body == nil:
+		b.WriteString("  (no body)\n")
+	case body.Base64 != "":
+		fmt.Fprintf(b, "  body: %d bytes, not text; base64:\n  %s\n", body.Size, body.Base64)
+	default:
+		fmt.Fprintf(b, "  body: %d bytes\n", body.Size)
+		for line := range strings.Lines(body.Text) {
+			fmt.Fprintf(b, "    %s\n", strings.TrimRight(line, "\r\n"))
+		}
+	}
+}

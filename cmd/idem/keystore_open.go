@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// keystoreEnv names the environment variable that gives the keystore when
+// --keystore is not set.
+const keystoreEnv = "IDEM_KEYSTORE"
+
+// defaultKeystore is the keystore used when neither --keystore nor
+// IDEM_KEYSTORE is given: a bbolt file in the working directory.
+const defaultKeystore = "idem.db"
+
+// keystoreFlags say which keystore an intents command works on.
+type keystoreFlags struct {
+	// location is a bbolt file path or a postgres:// (postgresql://) URL.
+	location    string
+	lockTimeout time.Duration
+}
+
+// register adds --keystore and --lock-timeout to fs. The default location
+// comes from IDEM_KEYSTORE, then defaultKeystore.
+func (f *keystoreFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
+	def := getenv(keystoreEnv)
+	if def == "" {
+		def = defaultKeystore
+	}
+	fs.StringVar(&f.location, "keystore", def,
+		"bbolt keystore file, or a postgres:// URL (default from $"+keystoreEnv+", else "+defaultKeystore+")")
+	fs.DurationVar(&f.lockTimeout, "lock-timeout", keystore.DefaultBoltTimeout,
+		"how long to wait for another process to release a bbolt keystore")
+}
+
+// validate rejects flag values no keystore can be opened with, before any
+// file or database is touched.
+func (f keystoreFlags) validate() error {
+	if strings.TrimSpace(f.location) == "" {
+		return errors.New("--keystore: empty location")
+	}
+	if f.lockTimeout <= 0 {
+		return fmt.Errorf("--lock-timeout %s: need a positive duration", f.lockTimeout)
+	}
+	return nil
+}
+
+// display is the location as messages show it: a Postgres URL without
+// its password.
+func (f keystoreFlags) display() string {
+	if !isPostgresURL(f.location) {
+		return f.location
+	}
+	u, err := url.Parse(f.location)
+	if err != nil {
+		return "postgres keystore"
+	}
+	return u.Redacted()
+}
+
+// open opens the existing keystore the flags name. A bbolt file must
+// exist already: the intents commands inspect and repair a keystore that
+// a program wrote, and an empty new file would only hide a wrong path.
+// A file held by another process fails within the lock timeout.
+func (f keystoreFlags) open(ctx context.Context) (keystore.Store, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	if isPostgresURL(f.location) {
+		st, err := keystore.OpenPostgres(ctx, f.location, nil)
+		if err != nil {
+			return nil, fmt.Errorf("keystore %s: %w", f.display(), err)
+		}
+		return st, nil
+	}
+	return openExistingBolt(f.location, f.lockTimeout)
+}
+
+// openExistingBolt opens the bbolt keystore at path, refusing to create
+// one, and words the failures an operator meets: a wrong path, a file
+// another process holds, a file that is not a keystore.
+func openExistingBolt(path string, lockTimeout time.Duration) (keystore.Store, error) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("keystore %s does not exist; give its path with --keystore or $%s", path, keystoreEnv)
+	case err != nil:
+		return nil, fmt.Errorf("keystore %s: %w", path, err)
+	case info.IsDir():
+		return nil, fmt.Errorf("keystore %s is a directory, not a keystore file", path)
+	}
+	st, err := keystore.OpenBolt(path, &keystore.BoltOptions{Timeout: lockTimeout})
+	if errors.Is(err, keystore.ErrLocked) {
+		return nil, &messageError{
+			msg: fmt.Sprintf("keystore %s is locked: another process holds it (waited %s); let that process finish or raise --lock-timeout",
+				path, lockTimeout),
+			err: err,
+		}
+	}
+	if err != nil {
+		return nil, err // already names the path and says what is wrong
+	}
+	return st, nil
+}
+
+// isPostgresURL reports whether location is a Postgres URL rather than a
+// file path.
+func isPostgresURL(location string) bool {
+	lower := strings.ToLower(location)
+	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
+}
+
+// messageError shows msg, written for an operator, while errors.Is and
+// errors.As still see the error underneath.
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.err }
