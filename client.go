@@ -91,6 +91,12 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
+// debugEnabled reports whether debug records are kept, so that calls can
+// skip building attributes (and hashing keys) for a silent logger.
+func (c *Client) debugEnabled(ctx context.Context) bool {
+	return c.log.Enabled(ctx, slog.LevelDebug)
+}
+
 // keyHash is what logs and error messages show instead of a raw key.
 func keyHash(key string) string {
 	sum := sha256.Sum256([]byte(key))
@@ -176,11 +182,16 @@ func (l *keyLocks) lock(ctx context.Context, key string) (func(), error) {
 }
 
 // secretVault keeps secret headers in memory, per key, for this process.
+// The maps it holds are never modified once stored: put takes ownership of
+// a map its caller built, and get hands out the stored map read-only, so
+// neither needs a copy.
 type secretVault struct {
 	mu sync.Mutex
 	m  map[string]http.Header
 }
 
+// put stores h as the secrets of key and takes ownership of it: the caller
+// must not modify h afterwards.
 func (v *secretVault) put(key string, h http.Header) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -191,13 +202,14 @@ func (v *secretVault) put(key string, h http.Header) {
 	if v.m == nil {
 		v.m = make(map[string]http.Header)
 	}
-	v.m[key] = h.Clone()
+	v.m[key] = h
 }
 
+// get returns the secrets of key, or nil; the caller must not modify them.
 func (v *secretVault) get(key string) http.Header {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.m[key].Clone()
+	return v.m[key]
 }
 
 func (v *secretVault) forget(key string) {

@@ -104,11 +104,14 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 	if err != nil {
 		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
 	}
-	req.Header = rec.Header.Clone()
-	if req.Header == nil {
-		req.Header = http.Header{}
+	// The template's header is only read (every attempt clones it), so
+	// it may share its value slices with the record and the secrets.
+	secrets := c.secrets.get(rec.Key)
+	req.Header = make(http.Header, len(rec.Header)+len(secrets))
+	for name, values := range rec.Header {
+		req.Header[name] = values
 	}
-	for name, values := range c.secrets.get(rec.Key) {
+	for name, values := range secrets {
 		req.Header[name] = values
 	}
 	res := c.send(ctx, &call{
@@ -116,7 +119,7 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 		body:   rec.Body,
 		key:    rec.Key,
 		keyed:  true,
-		logKey: keyHash(rec.Key),
+		logID:  rec.Key,
 		client: c.sender,
 	})
 	rec.Attempts += res.attempts
@@ -160,7 +163,9 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
 		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
 	}
-	c.log.DebugContext(ctx, "idem: intent settled", "key", keyHash(rec.Key), "state", string(rec.State), "status", resp.StatusCode)
+	if c.debugEnabled(ctx) {
+		c.log.DebugContext(ctx, "idem: intent settled", "key", keyHash(rec.Key), "state", string(rec.State), "status", resp.StatusCode)
+	}
 	if rec.State == Accepted {
 		return c.poll(ctx, rec, true)
 	}

@@ -150,7 +150,9 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		rec = existing
 	}
 	c.secrets.put(rec.Key, secrets)
-	c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
+	if c.debugEnabled(ctx) {
+		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
+	}
 	return intentFromRecord(rec), nil
 }
 

@@ -81,7 +81,7 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) (final *fin
 		return nil, -1
 	}
 	req.Header = c.secrets.get(rec.Key)
-	res := c.send(ctx, &call{req: req, logKey: keyHash(rec.Key), client: c.sender})
+	res := c.send(ctx, &call{req: req, logID: rec.Key, client: c.sender})
 	if res.stop != nil {
 		bufferLast(res.resp)
 		rec.LastError = "polling the operation: " + res.giveUp(rec.Key).Error()

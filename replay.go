@@ -58,10 +58,13 @@ func capture(resp *http.Response) (stored *keystore.Response, truncated bool, er
 		resp.Body.Close()
 		return nil, false, fmt.Errorf("idem: reading response body: %w", err)
 	}
-	stored = &keystore.Response{Status: resp.StatusCode, Header: http.Header{}}
+	// The stored header shares its value slices with resp's: the record
+	// is written (encoded or deep-copied by the store) before Do returns
+	// resp to its caller, and is not read afterwards.
+	stored = &keystore.Response{Status: resp.StatusCode, Header: make(http.Header, len(resp.Header))}
 	for name, values := range resp.Header {
 		if !notStoredHeaders[http.CanonicalHeaderKey(name)] {
-			stored.Header[name] = append([]string(nil), values...)
+			stored.Header[name] = values
 		}
 	}
 	if len(body) > MaxBodySize {

@@ -20,8 +20,9 @@ type call struct {
 	// keyed says whether the request carries a key (set here or by the
 	// caller): it decides whether an ambiguous failure may be retried.
 	keyed bool
-	// logKey names the call in logs (a hash, never the raw key).
-	logKey string
+	// logID is the key that names the call in logs; only its hash is
+	// ever logged, and only computed when debug logging is on.
+	logID string
 	// client sends the attempts; its transport never closes the pool.
 	client *http.Client
 }
@@ -219,7 +220,10 @@ func (p *attemptPolicy) stop(reason error) (bool, error) {
 }
 
 func (p *attemptPolicy) log(ctx context.Context, resp *http.Response, err error, o outcome) {
-	attrs := []any{"key", p.cl.logKey, "method", p.cl.req.Method, "attempt", p.res.attempts, "outcome", o.String()}
+	if !p.c.debugEnabled(ctx) {
+		return
+	}
+	attrs := []any{"key", keyHash(p.cl.logID), "method", p.cl.req.Method, "attempt", p.res.attempts, "outcome", o.String()}
 	if resp != nil {
 		attrs = append(attrs, "status", resp.StatusCode)
 	}

@@ -72,7 +72,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		cl.key, cl.keyed = key, true
 	}
-	cl.logKey = keyHash(out.Header.Get("Idempotency-Key") + cl.key)
+	cl.logID = out.Header.Get("Idempotency-Key") + cl.key
 
 	res := t.c.send(ctx, cl)
 	if res.stop == nil {

@@ -20,8 +20,14 @@ import (
 // the process or of the machine. The one exception is BoltOptions.NoSync,
 // which skips the fdatasyncs and is for tests only.
 //
-// Concurrent Creates and Updates share one transaction, and so one commit
-// (see committer); a lone call commits at once.
+// Group commit: Creates and Updates that arrive while a commit is running
+// are folded into the next transaction, so N concurrent writers pay about
+// one commit instead of N, while a lone call commits at once with no added
+// wait. Each call still gets its own outcome.
+//
+// Damage that OpenBolt cannot see (a record that does not decode, a page
+// bbolt cannot read) is reported as ErrCorrupt by the call that meets it;
+// the rest of the file stays usable.
 type Bolt struct {
 	db     *bolt.DB
 	path   string

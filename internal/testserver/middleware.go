@@ -84,7 +84,7 @@ func (m *Idempotency) serveGuarded(w http.ResponseWriter, r *http.Request, route
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
 	fingerprint := Fingerprint(r.Method, route, body)
-	log := m.cfg.logger.With("method", r.Method, "route", route, "key_hash", keyHash(key))
+	log := m.requestLogger(r, route, key)
 	res, rec, err := m.store.Reserve(r.Context(), scope, key, fingerprint, m.cfg.lease)
 	switch {
 	case err != nil:
@@ -104,6 +104,17 @@ func (m *Idempotency) serveGuarded(w http.ResponseWriter, r *http.Request, route
 		WriteProblem(w, http.StatusConflict, ProblemInProgress, "Request in progress",
 			"a request with this key is still being processed; retry later", m.cfg.inProgressRetryAfter)
 	}
+}
+
+// requestLogger is the logger of one guarded request, carrying its method,
+// route and key hash. A logger that keeps nothing, even at Error, is
+// returned as is: building the attributes and hashing the key on every
+// request would be work thrown away.
+func (m *Idempotency) requestLogger(r *http.Request, route, key string) *slog.Logger {
+	if !m.cfg.logger.Enabled(r.Context(), slog.LevelError) {
+		return m.cfg.logger
+	}
+	return m.cfg.logger.With("method", r.Method, "route", route, "key_hash", keyHash(key))
 }
 
 // readGuardedBody reads the whole body within the size limit, answering

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/keystore"
+)
+
+// beginRequest is the request every benchmarked Begin turns into an
+// intent; nothing is sent.
+func beginRequest(b *testing.B) *http.Request {
+	req, err := http.NewRequest(http.MethodPost, "https://api.example.com/v1/payments", bytes.NewReader(paymentBody))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// BenchmarkBeginFloor compares one Begin on an idle bbolt keystore with
+// its floor, one raw bbolt Update (default options, so fdatasync on
+// commit) putting a record of the same size under a fresh UUID. Both
+// write to the same disk; the ratio is what idem adds to a durable write.
+func BenchmarkBeginFloor(b *testing.B) {
+	ctx := context.Background()
+	b.Run("op=bolt-update", func(b *testing.B) {
+		db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		bucket := []byte("intents")
+		if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+			b.Fatal(err)
+		}
+		value, err := json.Marshal(keystore.Record{
+			Key: uuid.NewString(), Method: http.MethodPost, URL: "https://api.example.com/v1/payments",
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: paymentBody,
+			Fingerprint: idem.Fingerprint(http.MethodPost, "https://api.example.com/v1/payments", paymentBody),
+			State:       keystore.Pending, CreatedAt: time.Now(), UpdatedAt: time.Now(),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			key := []byte(uuid.NewString())
+			if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(key, value) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=idem-begin-bbolt", func(b *testing.B) {
+		c, err := idem.New(idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Begin(ctx, "", beginRequest(b)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkBeginConcurrent is Begin throughput with 1, 8 and 64 callers
+// at once on one client; ns/op is per intent and begins/s the throughput.
+// On bbolt, concurrent Begins share commits (group commit), so throughput
+// should grow with callers; the memory store is for reference.
+func BenchmarkBeginConcurrent(b *testing.B) {
+	stores := []struct {
+		name string
+		opt  func(b *testing.B) idem.Option
+	}{
+		{"bbolt", func(b *testing.B) idem.Option {
+			return idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil)
+		}},
+		{"memory", func(*testing.B) idem.Option { return idem.WithStore(keystore.NewMemory()) }},
+	}
+	for _, st := range stores {
+		for _, callers := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("store=%s/callers=%d", st.name, callers), func(b *testing.B) {
+				c, err := idem.New(st.opt(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = c.Close() })
+				benchConcurrentBegin(b, c, callers)
+			})
+		}
+	}
+}
+
+func benchConcurrentBegin(b *testing.B, c *idem.Client, callers int) {
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if _, err := c.Begin(ctx, "", beginRequest(b)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "begins/s")
+}
