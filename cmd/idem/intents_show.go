@@ -155,7 +155,7 @@ func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
 	if d.Response != nil {
 		writeMessage(&b, "Response "+statusText(d.Response.Status), d.Response.Header, d.Response.Body)
 	} else {
-		b.WriteString("Response: none stored\n")
+		b.WriteString("\nResponse\n  none stored yet\n")
 	}
 	_, err := io.WriteString(out, b.String())
 	return err

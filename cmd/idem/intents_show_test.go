@@ -41,7 +41,7 @@ func TestShow_PendingIntentHasNoResponse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^State:\s+pending$`, stdout)
 	assert.Regexp(t, `(?m)^Last error:\s+.*503`, stdout)
-	assert.Contains(t, stdout, "Response: none stored")
+	assert.Contains(t, stdout, "\nResponse\n  none stored yet\n")
 }
 
 func TestShow_JSONWithBinaryBodyAsBase64(t *testing.T) {
