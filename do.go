@@ -40,6 +40,11 @@ import (
 //
 // Concurrent Do calls on one intent send once: the later call waits and
 // replays what the first stored (or sends, if the first left it Pending).
+// Across processes sharing a keystore that implements keystore.Claimer
+// (Postgres), Do first claims an unsettled intent for this Client, keeps
+// the claim while it runs and releases it when it returns; an intent
+// another live worker holds is not sent, and the error matches
+// ErrIntentBusy.
 func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -56,6 +61,12 @@ func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
 	}
+	rec, release, err := c.claimForSend(ctx, rec)
+	if err != nil {
+		in.refresh(rec)
+		return nil, err
+	}
+	defer release()
 	resp, err := c.settleRecord(ctx, rec)
 	in.refresh(rec)
 	return resp, err

@@ -43,6 +43,11 @@ var (
 	ErrInvalidRequest = errors.New("idem: invalid request")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("idem: client closed")
+	// ErrIntentBusy: the keystore is shared (it implements
+	// keystore.Claimer) and another live worker holds the intent's claim,
+	// so Do sent nothing. The intent stays as it was; try it again once
+	// that worker is done or its claim has run out (WithClaimLease).
+	ErrIntentBusy = errors.New("idem: another worker holds the intent")
 	// ErrLocked: another process holds the keystore. It is
 	// keystore.ErrLocked, repeated here so callers need one import.
 	ErrLocked = keystore.ErrLocked

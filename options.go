@@ -56,6 +56,7 @@ type config struct {
 	pollInterval  time.Duration
 	pollMax       time.Duration
 	now           func() time.Time
+	claims        claimConfig
 }
 
 func defaultConfig() config {
@@ -74,6 +75,7 @@ func defaultConfig() config {
 		pollInterval: DefaultPollInterval,
 		pollMax:      DefaultPollMax,
 		now:          time.Now,
+		claims:       defaultClaimConfig(),
 	}
 }
 

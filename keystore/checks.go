@@ -39,9 +39,11 @@ func nameChanged(key, stored, given string) error {
 }
 
 // purgeable reports whether Purge may delete a record in state s last
-// updated at updatedAt: final records only, strictly older than the cutoff.
+// updated at updatedAt: settled records only (not Pending, and not
+// Accepted, whose operation the client still polls), strictly older than
+// the cutoff.
 func purgeable(s State, updatedAt, olderThan time.Time) bool {
-	return s.Final() && updatedAt.Before(olderThan)
+	return s.Settled() && updatedAt.Before(olderThan)
 }
 
 // matches reports whether r passes every non-zero field of f.

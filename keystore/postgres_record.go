@@ -58,7 +58,7 @@ func newPostgresSQL(schema, table string) postgresSQL {
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,
 		purge: `DELETE FROM ` + t + ` WHERE key IN (
-			SELECT key FROM ` + t + ` WHERE state <> 'pending' AND updated_at < $1
+			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted') AND updated_at < $1
 			LIMIT $2 FOR UPDATE SKIP LOCKED)`,
 		// SKIP LOCKED lets concurrent claimers pass over the rows another
 		// claimer is taking right now instead of queueing behind it; the

@@ -278,7 +278,7 @@ func TestPostgresListAndPurge(t *testing.T) {
 		r := pendingRecord(i)
 		switch {
 		case i < 30: // old and final: purged
-			r.State = []State{Succeeded, Failed, Accepted, Expired}[i%4]
+			r.State = []State{Succeeded, Failed, Expired}[i%3]
 		case i < 35: // old but pending: kept
 		default: // final but recent: kept
 			r.State = Succeeded

@@ -36,6 +36,10 @@ const (
 // Final reports whether s will never be sent again.
 func (s State) Final() bool { return s != Pending }
 
+// Settled reports whether nothing is left to do for s: it is final and not
+// Accepted (an accepted operation is still polled to its outcome).
+func (s State) Settled() bool { return s.Final() && s != Accepted }
+
 // Response is a final answer stored with its intent.
 type Response struct {
 	Status int         `json:"status"`
@@ -112,9 +116,9 @@ type Store interface {
 	Update(ctx context.Context, r *Record) error
 	// List returns the records matching f, oldest first.
 	List(ctx context.Context, f Filter) ([]*Record, error)
-	// Purge deletes final records (Succeeded, Accepted, Failed, Expired)
-	// whose UpdatedAt is before olderThan and returns how many it deleted.
-	// Pending records are never purged.
+	// Purge deletes settled records (Succeeded, Failed, Expired) whose
+	// UpdatedAt is before olderThan and returns how many it deleted.
+	// Pending and Accepted records are never purged.
 	Purge(ctx context.Context, olderThan time.Time) (int, error)
 	// Close releases the store; later calls fail with ErrClosed.
 	Close() error

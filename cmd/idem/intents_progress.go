@@ -36,6 +36,7 @@ func newReporter(stdout, stderr io.Writer, total int, bar bool) reporter {
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetRenderBlankState(true),
 			progressbar.OptionClearOnFinish(),
 		),
 	}

@@ -80,7 +80,7 @@ func countPurgeable(ctx context.Context, st keystore.Store, cutoff time.Time) (i
 	}
 	n := 0
 	for _, r := range recs {
-		if r.State.Final() && r.UpdatedAt.Before(cutoff) {
+		if r.State.Settled() && r.UpdatedAt.Before(cutoff) {
 			n++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -138,7 +139,10 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 	if err := f.validate(); err != nil {
 		return err
 	}
-	creds, _ := f.credentials()
+	creds, err := f.credentials()
+	if err != nil {
+		return err
+	}
 	st, err := env.ks.open(ctx)
 	if err != nil {
 		return err
@@ -149,7 +153,7 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 		idem.WithRetention(f.retention),
 		idem.WithRequestEditor(func(_ context.Context, req *http.Request) error {
 			for name, values := range creds {
-				req.Header[name] = values
+				req.Header[name] = slices.Clone(values) // attempts run concurrently
 			}
 			return nil
 		}),

@@ -37,7 +37,8 @@ Credentials are never stored in a keystore; a secret header found anyway
 is printed as [redacted].`,
 		Example: `  idem intents show 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d
   idem intents show batch-42/payment-3 --json`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runShow(cmd.Context(), cmd.OutOrStdout(), env, args[0], f)
 		},

@@ -93,3 +93,31 @@ func TestPrintable(t *testing.T) {
 	assert.False(t, printable([]byte("nul\x00byte")))
 	assert.False(t, printable([]byte("bell\a")))
 }
+
+// FuzzBodyView checks that show never loses or alters a body: text is the
+// body itself, base64 decodes back to it, and the size is its length.
+func FuzzBodyView(f *testing.F) {
+	for _, seed := range [][]byte{
+		nil, []byte(`{"amount": 1000}`), {0x00, 0xff}, []byte("line\r\nnext\t"), []byte("\xe2\x82"), []byte("é\u200b"), []byte("\x7f"),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v := newBodyView(b)
+		if len(b) == 0 {
+			assert.Nil(t, v)
+			return
+		}
+		require.NotNil(t, v)
+		assert.Equal(t, len(b), v.Size)
+		if v.Base64 == "" {
+			assert.Equal(t, string(b), v.Text)
+			assert.True(t, printable(b))
+			return
+		}
+		assert.Empty(t, v.Text)
+		raw, err := base64.StdEncoding.DecodeString(v.Base64)
+		require.NoError(t, err)
+		assert.Equal(t, b, raw)
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
@@ -205,4 +206,24 @@ func TestRedactedHidesSecretHeaders(t *testing.T) {
 	assert.Equal(t, []string{"application/json"}, r["Content-Type"])
 	assert.Equal(t, "Bearer x", h.Get("Authorization"), "the original is untouched")
 	assert.Nil(t, redacted(nil))
+}
+
+// FuzzOneLineOf checks that a stored message always fits one table cell:
+// no line breaks, at most max runes, and untouched when it already fits.
+func FuzzOneLineOf(f *testing.F) {
+	for _, seed := range []string{"", "ok", "a\nb", "idem: gave up: retries exhausted (attempts=5)", "\xff\xfe", "ééééé\r\n\t"} {
+		f.Add(seed, 5)
+	}
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if max < 1 || max > 1000 {
+			return
+		}
+		got := oneLineOf(s, max)
+		assert.NotContains(t, got, "\n")
+		assert.NotContains(t, got, "\r")
+		assert.LessOrEqual(t, utf8.RuneCountInString(got), max)
+		if flat := strings.Join(strings.Fields(s), " "); utf8.RuneCountInString(flat) <= max {
+			assert.Equal(t, flat, got)
+		}
+	})
 }

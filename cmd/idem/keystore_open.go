@@ -38,7 +38,7 @@ func (f *keystoreFlags) register(fs *pflag.FlagSet, getenv func(string) string) 
 		def = defaultKeystore
 	}
 	fs.StringVar(&f.location, "keystore", def,
-		"bbolt keystore file, or a postgres:// URL (default from $"+keystoreEnv+", else "+defaultKeystore+")")
+		"bbolt keystore file or postgres:// URL; $"+keystoreEnv+" sets the default")
 	fs.DurationVar(&f.lockTimeout, "lock-timeout", keystore.DefaultBoltTimeout,
 		"how long to wait for another process to release a bbolt keystore")
 }

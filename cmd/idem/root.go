@@ -19,6 +19,7 @@ protocol, checks other servers against it, and manages client keystores.`,
 	root.AddCommand(
 		newServeCommand(getenv),
 		newCheckCommand(),
+		newIntentsCommand(getenv),
 	)
 	return root
 }

@@ -8,26 +8,26 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/internal/testserver/pgstore"
+	"github.com/idemkit/idem/internal/testserver/redisstore"
 )
 
 // adminTokenEnv names the environment variable that carries the admin
 // token, so it need not appear in the process list.
 const adminTokenEnv = "IDEM_ADMIN_TOKEN"
 
-// supportedStores are the values --store accepts.
-var supportedStores = []string{"memory"}
-
 // serveFlags are the flags of `idem serve`.
 type serveFlags struct {
 	addr            string
 	store           string
+	storeSchema     string
+	storePrefix     string
 	retention       time.Duration
 	lease           time.Duration
 	payoutDelay     time.Duration
@@ -42,6 +42,7 @@ type serveFlags struct {
 	loseNext       int
 	resetNext      int
 	handlerDelay   time.Duration
+	crashAfter     bool
 }
 
 // newServeCommand returns `idem serve`: the reference server.
@@ -57,12 +58,22 @@ Idempotency-Key and follow the idempotency protocol.
   GET  /v1/payments/{id}    GET /v1/payments
   POST /v1/payouts          → 202, poll Location: /v1/operations/{id}
 
-"Authorization: Bearer <token>" names the principal. Faults can be armed at
-start with the --fail-next, --lose-next, --reset-next and --handler-delay flags,
-and at run time through /admin/faults when an admin token is set (--admin-token
-or ` + adminTokenEnv + `). SIGINT or SIGTERM drains requests and exits.`,
+"Authorization: Bearer <token>" names the principal.
+
+--store says where keys and payments live: "memory" (the default; lost on
+exit), a postgres:// URL (several replicas may share one database and
+--store-schema; the payment and its key commit in one transaction), or a
+redis:// URL (shared too, but Redis may lose acknowledged writes unless it
+runs with appendfsync always).
+
+Faults can be armed at start with the --fail-next, --lose-next, --reset-next,
+--handler-delay and --crash-after-commit flags, and at run time through
+/admin/faults when an admin token is set (--admin-token or ` + adminTokenEnv + `).
+SIGINT or SIGTERM drains requests and exits.`,
 		Example: `  idem serve
   idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
+  idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
+  idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
   IDEM_ADMIN_TOKEN=secret idem serve --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,7 +85,9 @@ or ` + adminTokenEnv + `). SIGINT or SIGTERM drains requests and exits.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
-	fl.StringVar(&f.store, "store", "memory", "where keys and payments live: "+strings.Join(supportedStores, ", "))
+	fl.StringVar(&f.store, "store", "memory", "where keys and payments live: "+storeForms)
+	fl.StringVar(&f.storeSchema, "store-schema", pgstore.DefaultSchema, "Postgres schema of the store's tables (postgres store only)")
+	fl.StringVar(&f.storePrefix, "store-prefix", redisstore.DefaultPrefix, "prefix of every key the store writes (redis store only)")
 	fl.DurationVar(&f.retention, "retention", testserver.DefaultRetention, "how long completed keys are replayed")
 	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
 	fl.DurationVar(&f.payoutDelay, "payout-delay", testserver.DefaultPayoutDelay, "how long a payout stays pending")
@@ -88,14 +101,16 @@ or ` + adminTokenEnv + `). SIGINT or SIGTERM drains requests and exits.`,
 	fl.IntVar(&f.loseNext, "lose-next", 0, "execute the next N POST requests, then drop the connection without answering")
 	fl.IntVar(&f.resetNext, "reset-next", 0, "reset the connection of the next N POST requests before executing them")
 	fl.DurationVar(&f.handlerDelay, "handler-delay", 0, "hold every POST request this long after its key is reserved")
+	fl.BoolVar(&f.crashAfter, "crash-after-commit", false,
+		"kill this process (SIGKILL) right after the next POST request commits its effect, before it answers")
 	return cmd
 }
 
 // validate checks what the flag parser cannot.
 func (f serveFlags) validate() error {
 	var errs []error
-	if !slices.Contains(supportedStores, f.store) {
-		errs = append(errs, fmt.Errorf("unsupported --store %q (supported: %s)", f.store, strings.Join(supportedStores, ", ")))
+	if _, err := parseStoreKind(f.store); err != nil {
+		errs = append(errs, err)
 	}
 	for name, n := range map[string]int{"--fail-next": f.failNext, "--lose-next": f.loseNext, "--reset-next": f.resetNext} {
 		if n < 0 {
@@ -136,14 +151,25 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	srv, err := testserver.New(
+	store, err := openServeStore(ctx, f, logger)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	opts := []testserver.Option{
 		testserver.WithServerRetention(f.retention),
 		testserver.WithServerLease(f.lease),
 		testserver.WithPayoutDelay(f.payoutDelay),
 		testserver.WithServerStore5xx(f.store5xx),
 		testserver.WithAdminToken(f.adminToken),
 		testserver.WithServerLogger(logger),
-	)
+	}
+	if store != nil {
+		opts = append(opts, testserver.WithStore(store))
+	}
+	srv, err := testserver.New(opts...)
 	if err != nil {
 		return err
 	}
@@ -159,7 +185,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "store", f.store,
+	logger.Info("listening", "addr", ln.Addr().String(), "store", redactURL(f.store),
 		"retention", f.retention, "admin", f.adminToken != "")
 
 	served := make(chan error, 1)
@@ -194,4 +220,16 @@ func armFaults(faults *testserver.Faults, f serveFlags) {
 	faults.LoseNextResponses(f.loseNext)
 	faults.ResetNext(f.resetNext)
 	faults.SetHandlerDelay(f.handlerDelay)
+	if f.crashAfter {
+		faults.CrashAfterCommit(1, killSelf)
+	}
+}
+
+// killSelf ends the process at once, as a power cut or an OOM kill would:
+// no deferred calls, no drained requests, no answer to the client.
+func killSelf() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Kill()
+	}
+	os.Exit(137) // where a process cannot signal itself
 }

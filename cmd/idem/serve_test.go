@@ -192,7 +192,7 @@ func TestServe_RejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		"unknown store":     {[]string{"--store", "postgres"}, `unsupported --store "postgres" (supported: memory)`},
+		"unknown store":     {[]string{"--store", "postgres"}, `unsupported --store "postgres": want memory, postgres://`},
 		"fail status":       {[]string{"--fail-status", "200"}, "--fail-status must be 400-599"},
 		"negative count":    {[]string{"--lose-next", "-1"}, "--lose-next must not be negative"},
 		"negative delay":    {[]string{"--handler-delay", "-1s"}, "--handler-delay must not be negative"},

@@ -69,27 +69,38 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}
 	defer client.Close()
 
-	var paid, replayed, failed int
+	// Phase one: every intent of the batch is born and persisted, with its
+	// key, before the first payment is sent. A run killed at any point
+	// leaves the whole batch in the keystore.
+	intents := make([]*idem.Intent, o.count)
 	for i := range o.count {
 		name := fmt.Sprintf("%s/payment-%d", o.batch, i)
-		in, err := client.Begin(ctx, name, paymentRequest(o, i))
+		req, err := paymentRequest(o, i)
 		if err != nil {
+			return err
+		}
+		if intents[i], err = client.Begin(ctx, name, req); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+	}
+
+	// Phase two: send each with its own key; finished ones replay locally.
+	var paid, replayed, failed int
+	for _, in := range intents {
 		resp, err := client.Do(ctx, in)
 		switch {
 		case err != nil:
 			failed++
-			fmt.Fprintf(out, "%-24s key %s  not settled: %v\n", name, in.Key, err)
+			fmt.Fprintf(out, "%-24s key %s  not settled: %v\n", in.Name, in.Key, err)
 			if ctx.Err() != nil {
 				return summary(out, paid, replayed, failed, o.count)
 			}
 		case idem.IsReplay(resp):
 			replayed++
-			fmt.Fprintf(out, "%-24s key %s  %d (replay: paid before)\n", name, in.Key, resp.StatusCode)
+			fmt.Fprintf(out, "%-24s key %s  %d (replay: paid before)\n", in.Name, in.Key, resp.StatusCode)
 		default:
 			paid++
-			fmt.Fprintf(out, "%-24s key %s  %d paid\n", name, in.Key, resp.StatusCode)
+			fmt.Fprintf(out, "%-24s key %s  %d paid\n", in.Name, in.Key, resp.StatusCode)
 		}
 	}
 	return summary(out, paid, replayed, failed, o.count)
@@ -103,10 +114,13 @@ func summary(out io.Writer, paid, replayed, failed, count int) error {
 	return nil
 }
 
-func paymentRequest(o options, i int) *http.Request {
+func paymentRequest(o options, i int) (*http.Request, error) {
 	body := fmt.Sprintf(`{"amount": %d, "currency": "EUR", "reference": "%s-%d"}`, 1000+i, o.batch, i)
-	req, _ := http.NewRequest(http.MethodPost, strings.TrimRight(o.server, "/")+"/v1/payments", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(o.server, "/")+"/v1/payments", strings.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: %w", o.server, err)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+o.token)
-	return req
+	return req, nil
 }

@@ -15,7 +15,7 @@ import (
 // concurrent use.
 //
 // When several one-shot faults are armed, a request consumes exactly one,
-// in this order: reset, fail, lose.
+// in this order: reset, fail, lose, crash.
 type Faults struct {
 	mu             sync.Mutex
 	failCount      int
@@ -24,6 +24,8 @@ type Faults struct {
 	loseCount      int
 	resetCount     int
 	handlerDelay   time.Duration
+	crashCount     int
+	crash          func()
 }
 
 // FaultState is what Faults has armed.
@@ -32,6 +34,9 @@ type FaultState struct {
 	LoseNext     int
 	ResetNext    int
 	HandlerDelay time.Duration
+	// CrashAfterCommit counts the requests still to be followed by a
+	// crash (see Faults.CrashAfterCommit).
+	CrashAfterCommit int
 }
 
 // FailNextState describes the FailNext fault.
@@ -89,12 +94,28 @@ func (f *Faults) SetHandlerDelay(d time.Duration) {
 	f.handlerDelay = max(d, 0)
 }
 
+// CrashAfterCommit lets the next n guarded requests run fully (the effect
+// and the key's completion are committed), then calls crash before any
+// byte of the response is written. It models a server process dying
+// between its commit and its answer: the command-line server passes a
+// function that kills its own process. A nil crash, or a request that
+// crash returns from, drops the connection without an answer, like
+// LoseNextResponses; the library itself never ends the process. n <= 0
+// disarms the fault.
+func (f *Faults) CrashAfterCommit(n int, crash func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.crashCount = max(n, 0)
+	f.crash = crash
+}
+
 // Clear disarms every fault.
 func (f *Faults) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failCount, f.failStatus, f.failRetryAfter = 0, 0, 0
 	f.loseCount, f.resetCount, f.handlerDelay = 0, 0, 0
+	f.crashCount, f.crash = 0, nil
 }
 
 // Snapshot returns what is armed now.
@@ -106,6 +127,8 @@ func (f *Faults) Snapshot() FaultState {
 		LoseNext:     f.loseCount,
 		ResetNext:    f.resetCount,
 		HandlerDelay: f.handlerDelay,
+
+		CrashAfterCommit: f.crashCount,
 	}
 }
 
@@ -117,9 +140,11 @@ const (
 	faultReset
 	faultFail
 	faultLose
+	faultCrash
 )
 
-// take consumes the one-shot fault for the request now arriving.
+// take consumes the one-shot fault for the request now arriving. For a
+// crash, the crash function comes back through takeCrash.
 func (f *Faults) take() (kind faultKind, status int, retryAfter time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -133,8 +158,17 @@ func (f *Faults) take() (kind faultKind, status int, retryAfter time.Duration) {
 	case f.loseCount > 0:
 		f.loseCount--
 		return faultLose, 0, 0
+	case f.crashCount > 0:
+		f.crashCount--
+		return faultCrash, 0, 0
 	}
 	return faultNone, 0, 0
+}
+
+func (f *Faults) crashFunc() func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crash
 }
 
 func (f *Faults) delay() time.Duration {
@@ -145,8 +179,8 @@ func (f *Faults) delay() time.Duration {
 
 // outside wraps the idempotency layer of a guarded route with the
 // one-shot faults. Fail and reset act before the layer, so nothing is
-// reserved; lose acts after it, so the key is completed before the
-// response is dropped.
+// reserved; lose and crash act after it, so the key is completed before
+// the response is dropped or the process dies.
 func (f *Faults) outside(next http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind, status, retryAfter := f.take()
@@ -161,6 +195,13 @@ func (f *Faults) outside(next http.Handler, logger *slog.Logger) http.Handler {
 		case faultLose:
 			next.ServeHTTP(newDiscardWriter(), r)
 			logger.Info("injected fault: response lost", "method", r.Method, "path", r.URL.Path)
+			abortConnection(w, false)
+		case faultCrash:
+			next.ServeHTTP(newDiscardWriter(), r)
+			logger.Warn("injected fault: crash after commit", "method", r.Method, "path", r.URL.Path)
+			if crash := f.crashFunc(); crash != nil {
+				crash()
+			}
 			abortConnection(w, false)
 		default:
 			next.ServeHTTP(w, r)

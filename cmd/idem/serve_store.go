@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/internal/testserver/pgstore"
+	"github.com/idemkit/idem/internal/testserver/redisstore"
+)
+
+// storeForms lists what --store accepts, for help and error messages.
+const storeForms = "memory, postgres://… (postgresql://…) or redis://… (rediss://…)"
+
+// storeOpenTimeout bounds connecting to the store at start, so a
+// database that does not answer fails the command instead of hanging it.
+const storeOpenTimeout = 15 * time.Second
+
+// storeKind is the family of store a --store value names.
+type storeKind int
+
+const (
+	storeMemory storeKind = iota
+	storePostgres
+	storeRedis
+)
+
+// parseStoreKind reads the kind of store from a --store value, by URL
+// scheme for the shared stores.
+func parseStoreKind(location string) (storeKind, error) {
+	if location == "memory" {
+		return storeMemory, nil
+	}
+	scheme, _, found := strings.Cut(location, "://")
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		if found {
+			return storePostgres, nil
+		}
+	case "redis", "rediss":
+		if found {
+			return storeRedis, nil
+		}
+	}
+	return 0, fmt.Errorf("unsupported --store %q: want %s", redactURL(location), storeForms)
+}
+
+// openServeStore opens the store the flags name. For memory it returns
+// nil: the server then makes and owns its own memory store. The caller
+// closes any store it gets.
+func openServeStore(ctx context.Context, f serveFlags, logger *slog.Logger) (testserver.Store, error) {
+	kind, err := parseStoreKind(f.store)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+	defer cancel()
+	switch kind {
+	case storePostgres:
+		st, err := pgstore.Open(ctx, f.store, pgstore.WithSchema(f.storeSchema), pgstore.WithLogger(logger))
+		if err != nil {
+			return nil, storeOpenError("postgres", f.store, err)
+		}
+		return st, nil
+	case storeRedis:
+		// go-redis reports pool trouble through one process-wide logger
+		// that prints to stderr by default; route it to ours.
+		redis.SetLogger(redisLogger{logger})
+		st, err := redisstore.Open(ctx, f.store, redisstore.WithPrefix(f.storePrefix), redisstore.WithLogger(logger))
+		if err != nil {
+			return nil, storeOpenError("redis", f.store, err)
+		}
+		return st, nil
+	}
+	return nil, nil
+}
+
+// storeOpenError words a failure to open the store as one line that names
+// the store without its password.
+func storeOpenError(kind, location string, err error) error {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("no answer within %s (%s)", storeOpenTimeout, msg)
+	}
+	return fmt.Errorf("cannot open the %s store at %s: %s", kind, redactURL(location), msg)
+}
+
+// redactURL hides the password of a store URL in messages and logs.
+func redactURL(location string) string {
+	u, err := url.Parse(location)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(location, "@") {
+			return "(unparsable URL)"
+		}
+		return location
+	}
+	return u.Redacted()
+}
+
+// redisLogger sends go-redis's internal messages to the server's logger
+// at debug level: the failures they describe also come back as errors,
+// which the server reports itself.
+type redisLogger struct{ logger *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l.logger.Enabled(ctx, slog.LevelDebug) {
+		l.logger.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+	}
+}

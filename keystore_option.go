@@ -1,0 +1,32 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// WithKeystore opens the keystore at location with keystore.Open and uses
+// it: a file path opens (or creates) a bbolt keystore for one process, a
+// postgres:// URL a keystore that a fleet of workers shares. ctx bounds
+// only the opening. The Client owns the store and Close closes it.
+//
+// With a shared keystore, Do claims each intent before sending it (see
+// ErrIntentBusy and WithClaimLease), and ClaimPending hands each worker
+// intents no other worker holds.
+//
+//	client, err := idem.New(idem.WithKeystore(ctx, os.Getenv("IDEM_KEYSTORE")))
+func WithKeystore(ctx context.Context, location string, opts ...keystore.OpenOption) Option {
+	return func(c *config) error {
+		st, err := keystore.Open(ctx, location, opts...)
+		if err != nil {
+			return fmt.Errorf("idem: opening keystore: %w", err)
+		}
+		if c.store != nil {
+			_ = c.store.Close()
+		}
+		c.store = st
+		return nil
+	}
+}
