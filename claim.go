@@ -146,7 +146,11 @@ func (c *Client) holdClaim(ctx context.Context, claimer keystore.Claimer, key st
 				return
 			case <-ticker.C:
 			}
-			held, err := claimer.ClaimKey(context.WithoutCancel(ctx), key, owner, lease)
+			// Bounded by the lease: a renewal that takes longer is moot,
+			// and a hung one must not hold up releasing the claim.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
+			held, err := claimer.ClaimKey(rctx, key, owner, lease)
+			cancel()
 			switch {
 			case err != nil:
 				c.log.WarnContext(ctx, "idem: renewing the claim failed; it runs out unless a later renewal succeeds",

@@ -10,7 +10,8 @@ import (
 // WithKeystore opens the keystore at location with keystore.Open and uses
 // it: a file path opens (or creates) a bbolt keystore for one process, a
 // postgres:// URL a keystore that a fleet of workers shares. ctx bounds
-// only the opening. The Client owns the store and Close closes it.
+// only the opening. The Client owns the store and Close closes it; a store
+// set by an earlier option is closed and replaced.
 //
 // With a shared keystore, Do claims each intent before sending it (see
 // ErrIntentBusy and WithClaimLease), and ClaimPending hands each worker

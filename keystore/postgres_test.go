@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,16 +14,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 // postgresTestDSN returns the test database's DSN, or skips the test.
 func postgresTestDSN(tb testing.TB) string {
 	tb.Helper()
-	dsn := os.Getenv("IDEM_TEST_POSTGRES")
-	if dsn == "" {
-		tb.Skip("IDEM_TEST_POSTGRES is not set; set it to a postgres:// DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the Postgres keystore tests")
-	}
-	return dsn
+	return testenv.PostgresDSN(tb)
 }
 
 // newPostgresTestSchema names a schema of its own for one test and drops it
@@ -32,24 +29,7 @@ func postgresTestDSN(tb testing.TB) string {
 // see each other's records.
 func newPostgresTestSchema(tb testing.TB) string {
 	tb.Helper()
-	dsn := postgresTestDSN(tb)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "idem_kst_" + hex.EncodeToString(b[:])
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer func() { _ = conn.Close(ctx) }()
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
+	return testenv.PostgresSchema(tb, postgresTestDSN(tb), "idem_kst_")
 }
 
 // openPostgresIn opens a store (its own pool, like another process would)

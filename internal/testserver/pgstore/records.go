@@ -81,7 +81,7 @@ func (s *Store) record(ctx context.Context, scope testserver.Scope, key string) 
 	rec.ExpiresAt = deref(expires)
 	if status != nil {
 		resp := &testserver.Response{Status: int(*status), Body: body, ResourceID: deref(rid)}
-		if resp.Header, err = decodeHeader(header); err != nil {
+		if resp.Header, err = testserver.DecodeHeader(header); err != nil {
 			return nil, err
 		}
 		rec.Response = resp
@@ -100,13 +100,14 @@ func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
 // complete is the compare-and-set that turns c's reservation into a
 // completed record, on the pool or inside a caller's transaction.
 func (s *Store) complete(ctx context.Context, db execer, c testserver.Completion) error {
-	if err := validateCompletion(c); err != nil {
+	// Timestamps are microseconds in PostgreSQL.
+	if err := testserver.ValidateCompletion(c, time.Microsecond); err != nil {
 		return err
 	}
 	if err := checkText("resource id", c.Response.ResourceID); err != nil {
 		return err
 	}
-	header, err := encodeHeader(c.Response.Header)
+	header, err := testserver.EncodeHeader(c.Response.Header)
 	if err != nil {
 		return err
 	}
@@ -150,17 +151,6 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("pgstore: sweep: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-// validateCompletion rejects a completion no store should accept.
-func validateCompletion(c testserver.Completion) error {
-	if c.Retention < time.Microsecond {
-		return fmt.Errorf("retention must be at least 1µs, got %v", c.Retention)
-	}
-	if c.Response.Status < 100 || c.Response.Status > 999 {
-		return fmt.Errorf("cannot store HTTP status %d", c.Response.Status)
-	}
-	return nil
 }
 
 // deref returns *p, or the zero value for nil.

@@ -145,13 +145,11 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 // completionArgs returns the script arguments of c: its token, then
 // status, encoded header, body, resource id and retention in milliseconds.
 func completionArgs(c testserver.Completion) ([]any, error) {
-	if c.Retention < time.Millisecond {
-		return nil, fmt.Errorf("retention must be at least 1ms, got %v", c.Retention)
+	// Expiries are Unix milliseconds in Redis.
+	if err := testserver.ValidateCompletion(c, time.Millisecond); err != nil {
+		return nil, err
 	}
-	if c.Response.Status < 100 || c.Response.Status > 999 {
-		return nil, fmt.Errorf("cannot store HTTP status %d", c.Response.Status)
-	}
-	header, err := encodeHeader(c.Response.Header)
+	header, err := testserver.EncodeHeader(c.Response.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +198,7 @@ func parseResponse(f map[string]string) (*testserver.Response, error) {
 		return nil, fmt.Errorf("stored status: %w", err)
 	}
 	resp := &testserver.Response{Status: status, Body: []byte(f["body"]), ResourceID: f["rid"]}
-	if resp.Header, err = decodeHeader([]byte(f["header"])); err != nil {
+	if resp.Header, err = testserver.DecodeHeader([]byte(f["header"])); err != nil {
 		return nil, err
 	}
 	return resp, nil
