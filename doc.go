@@ -24,10 +24,11 @@
 // too, and a different payload under that name is ErrIntentConflict.
 //
 // Do sends the intent with its key and retries what is safe to retry:
-// 408, 425, 429, 5xx except 501 and 505, 409 /in-progress, and transport
+// 408, 425, 429, 500, 502, 503, 504, 409 /in-progress, and transport
 // errors (the key makes a resend after a lost answer safe). Waits use
-// full-jitter exponential backoff, or the server's Retry-After when it is
-// longer (capped); a wait that would outlive the context's deadline is
+// full-jitter exponential backoff, added on top of the server's
+// Retry-After when it sends one (capped, see RetryWait), so clients told
+// the same hint do not return together; a wait that would outlive the context's deadline is
 // not started, and a per-client retry budget keeps an outage from
 // multiplying load. The answer is stored, so a later Do on a settled
 // intent replays it locally without the network (IsReplay).

@@ -73,9 +73,26 @@ func retryAfterHint(resp *http.Response, now time.Time, ceiling time.Duration) (
 	return min(wait, ceiling), true
 }
 
-// nextWait returns how long to wait before retry n: b(n), or the server's
-// hint when one is present and longer. A nil b means idem's default
-// FullJitter policy; a negative b(n) counts as 0.
+// RetryWait is the wait idem's retry loop takes before retry n (0 for the
+// first retry) given backoff b and the server's Retry-After hint: b(n)
+// alone without a hint, and hint + b(n) with one. Adding the jitter on top
+// of the hint, rather than waiting max(hint, b(n)), still never comes back
+// earlier than the server asked, but spreads clients that were all told
+// the same hint instead of sending them back in the same instant (see the
+// herd table in BENCHMARKS.md). A nil b means idem's default FullJitter
+// policy; a negative b(n) or hint counts as 0.
+func RetryWait(b Backoff, n int, hint time.Duration, hasHint bool) time.Duration {
+	if b == nil {
+		b = FullJitter(DefaultBackoffBase, DefaultBackoffCap, nil)
+	}
+	wait := max(b(n), 0)
+	if hasHint && hint > 0 {
+		wait += hint
+	}
+	return wait
+}
+
+// nextWait returns RetryWait for retry n, checked against ctx.
 //
 // It never sleeps. If ctx is already done it returns ctx.Err(). If ctx has a
 // deadline that the wait would reach, it returns ErrWaitBeyondDeadline
@@ -86,13 +103,7 @@ func nextWait(ctx context.Context, now time.Time, b Backoff, n int, hint time.Du
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if b == nil {
-		b = FullJitter(DefaultBackoffBase, DefaultBackoffCap, nil)
-	}
-	wait := max(b(n), 0)
-	if hasHint && hint > wait {
-		wait = hint
-	}
+	wait := RetryWait(b, n, hint, hasHint)
 	if deadline, ok := ctx.Deadline(); ok && !now.Add(wait).Before(deadline) {
 		return wait, ErrWaitBeyondDeadline
 	}

@@ -110,13 +110,14 @@ func TestRetryAfterNextWait(t *testing.T) {
 		wantErr    error
 	}{
 		{"backoff alone", 0, fixed(time.Second), 0, false, time.Second, nil},
-		{"hint beats a smaller backoff", 0, fixed(time.Second), 5 * time.Second, true, 5 * time.Second, nil},
-		{"backoff beats a smaller hint", 0, fixed(5 * time.Second), time.Second, true, 5 * time.Second, nil},
+		{"jitter is added on top of the hint", 0, fixed(time.Second), 5 * time.Second, true, 6 * time.Second, nil},
+		{"a hint shorter than the backoff still adds", 0, fixed(5 * time.Second), time.Second, true, 6 * time.Second, nil},
 		{"zero hint keeps the backoff", 0, fixed(time.Second), 0, true, time.Second, nil},
+		{"hint alone with a zero draw", 0, fixed(0), 3 * time.Second, true, 3 * time.Second, nil},
 		{"absent hint is ignored", 0, fixed(time.Second), time.Hour, false, time.Second, nil},
 		{"negative backoff counts as zero", 0, fixed(-time.Second), 0, false, 0, nil},
-		{"wait fits before the deadline", time.Hour, fixed(time.Second), 2 * time.Second, true, 2 * time.Second, nil},
-		{"hint beyond the deadline", time.Hour, fixed(time.Second), 2 * time.Hour, true, 2 * time.Hour, ErrWaitBeyondDeadline},
+		{"wait fits before the deadline", time.Hour, fixed(time.Second), 2 * time.Second, true, 3 * time.Second, nil},
+		{"hint beyond the deadline", time.Hour, fixed(time.Second), 2 * time.Hour, true, 2*time.Hour + time.Second, ErrWaitBeyondDeadline},
 		{"backoff beyond the deadline", time.Hour, fixed(3 * time.Hour), 0, false, 3 * time.Hour, ErrWaitBeyondDeadline},
 		{"wait ending at the deadline", time.Hour, fixed(time.Hour), 0, false, time.Hour, ErrWaitBeyondDeadline},
 	}

@@ -49,18 +49,15 @@ func HerdStrategies() []Strategy {
 	}
 }
 
-// idemStrategy waits as idem's retry loop does (nextWait in retryafter.go):
-// the backoff's draw, or the server's Retry-After capped at the default
-// ceiling when that is longer.
+// idemStrategy waits exactly as idem's retry loop does (idem.RetryWait):
+// the backoff's draw, added on top of the server's Retry-After (capped at
+// the default ceiling) when there is one.
 func idemStrategy(name string, newBackoff func(rnd func() float64) idem.Backoff) Strategy {
 	return Strategy{Name: name, NewClient: func(rnd func() float64) Waiter {
 		b := newBackoff(rnd)
 		return func(n int, resp *http.Response, now time.Time) time.Duration {
-			wait := max(b(n), 0)
-			if hint, ok := idem.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-				wait = max(wait, min(hint, idem.DefaultRetryAfterCeiling))
-			}
-			return wait
+			hint, ok := idem.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+			return idem.RetryWait(b, n, min(hint, idem.DefaultRetryAfterCeiling), ok)
 		}
 	}}
 }
@@ -73,22 +70,4 @@ func retryablehttpStrategy(name string, b retryablehttp.Backoff) Strategy {
 			return b(retryablehttpWaitMin, retryablehttpWaitMax, n, resp)
 		}
 	}}
-}
-
-// ProposedStrategies are policies idem does not use today, measured to
-// show what a change would buy: FullJitter whose draw is added on top of
-// the Retry-After hint instead of being replaced by it, so clients told
-// the same hint do not come back in the same instant.
-func ProposedStrategies() []Strategy {
-	base, ceiling := idem.DefaultBackoffBase, idem.DefaultBackoffCap
-	return []Strategy{{Name: "proposed: FullJitter added to Retry-After", NewClient: func(rnd func() float64) Waiter {
-		b := idem.FullJitter(base, ceiling, rnd)
-		return func(n int, resp *http.Response, now time.Time) time.Duration {
-			wait := max(b(n), 0)
-			if hint, ok := idem.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-				wait += min(hint, idem.DefaultRetryAfterCeiling)
-			}
-			return wait
-		}
-	}}}
 }

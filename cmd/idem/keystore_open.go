@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -58,14 +57,7 @@ func (f keystoreFlags) validate() error {
 // display is the location as messages show it: a Postgres URL without
 // its password.
 func (f keystoreFlags) display() string {
-	if !isPostgresURL(f.location) {
-		return f.location
-	}
-	u, err := url.Parse(f.location)
-	if err != nil {
-		return "postgres keystore"
-	}
-	return u.Redacted()
+	return keystore.RedactLocation(f.location)
 }
 
 // open opens the existing keystore the flags name. A bbolt file must
@@ -76,12 +68,8 @@ func (f keystoreFlags) open(ctx context.Context) (keystore.Store, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
-	if isPostgresURL(f.location) {
-		st, err := keystore.OpenPostgres(ctx, f.location, nil)
-		if err != nil {
-			return nil, fmt.Errorf("keystore %s: %w", f.display(), err)
-		}
-		return st, nil
+	if keystore.IsPostgresLocation(f.location) {
+		return keystore.Open(ctx, f.location)
 	}
 	return openExistingBolt(f.location, f.lockTimeout)
 }
@@ -111,13 +99,6 @@ func openExistingBolt(path string, lockTimeout time.Duration) (keystore.Store, e
 		return nil, err // already names the path and says what is wrong
 	}
 	return st, nil
-}
-
-// isPostgresURL reports whether location is a Postgres URL rather than a
-// file path.
-func isPostgresURL(location string) bool {
-	lower := strings.ToLower(location)
-	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
 }
 
 // messageError shows msg, written for an operator, while errors.Is and

@@ -155,6 +155,6 @@ func TestKeystoreFlags_Display(t *testing.T) {
 	assert.Equal(t, "./idem.db", keystoreFlags{location: "./idem.db"}.display())
 	assert.Equal(t, "postgres://u:xxxxx@db:5432/x",
 		keystoreFlags{location: "postgres://u:secret@db:5432/x"}.display())
-	assert.True(t, isPostgresURL("PostgreSQL://db/x"))
-	assert.False(t, isPostgresURL("postgres.db"))
+	assert.True(t, keystore.IsPostgresLocation("PostgreSQL://db/x"))
+	assert.False(t, keystore.IsPostgresLocation("postgres.db"))
 }

@@ -44,7 +44,7 @@ func run(args []string, out io.Writer) error {
 		if ra > 0 {
 			title = fmt.Sprintf("with Retry-After: %s on every 503", ra)
 		}
-		rows, err := bench.RunHerdSeeds(c, *seeds, append(bench.HerdStrategies(), bench.ProposedStrategies()...))
+		rows, err := bench.RunHerdSeeds(c, *seeds, bench.HerdStrategies())
 		if err != nil {
 			return err
 		}

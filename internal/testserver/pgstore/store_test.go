@@ -21,12 +21,7 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) testserver.Store {
 		return openStore(t, dsn, newSchema(t, dsn))
 	})
-}
-
-// Two pools on one schema stand for two replicas of the server.
-func TestReplicas(t *testing.T) {
-	t.Parallel()
-	dsn := testenv.PostgresDSN(t)
+	// Two pools on one schema stand for two replicas of the server.
 	storetest.RunReplicas(t, func(t *testing.T) (a, b testserver.Store) {
 		schema := newSchema(t, dsn)
 		return openStore(t, dsn, schema), openStore(t, dsn, schema)
@@ -189,10 +184,7 @@ func TestRejectsBadArguments(t *testing.T) {
 	assert.ErrorContains(t, err, "lease")
 	_, _, err = s.Reserve(ctx, scope, "", "fp", time.Minute)
 	assert.Error(t, err)
-	res, _, err := s.Reserve(ctx, scope, "k", "fp", time.Minute)
-	require.NoError(t, err)
-	assert.ErrorContains(t, s.Complete(ctx, testserver.Completion{Reservation: *res, Response: storetest.JSONResponse("{}")}), "retention")
-	assert.ErrorContains(t, s.Complete(ctx, testserver.Completion{Reservation: *res, Retention: time.Hour}), "status")
+	storetest.AssertRejectsBadCompletions(t, s)
 	assert.Error(t, s.CreatePayment(ctx, testserver.Payment{Principal: scope.Principal}, nil), "a payment needs an id")
 	assert.Error(t, s.CreatePayment(ctx, testserver.Payment{ID: "pay_\x00", Principal: scope.Principal}, nil),
 		"PostgreSQL text cannot hold a NUL byte; the store must say so, not panic")

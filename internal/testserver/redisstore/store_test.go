@@ -20,12 +20,7 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) testserver.Store {
 		return openStore(t, url, newPrefix(t, url))
 	})
-}
-
-// Two clients on one prefix stand for two replicas of the server.
-func TestReplicas(t *testing.T) {
-	t.Parallel()
-	url := testenv.RedisURL(t)
+	// Two clients on one prefix stand for two replicas of the server.
 	storetest.RunReplicas(t, func(t *testing.T) (a, b testserver.Store) {
 		prefix := newPrefix(t, url)
 		return openStore(t, url, prefix), openStore(t, url, prefix)
@@ -141,10 +136,6 @@ func TestRejectsBadArguments(t *testing.T) {
 	assert.ErrorContains(t, err, "lease")
 	_, _, err = s.Reserve(ctx, scope, "k", "", time.Minute)
 	assert.Error(t, err)
-	res, _, err := s.Reserve(ctx, scope, "k", "fp", time.Minute)
-	require.NoError(t, err)
-	assert.ErrorContains(t, s.Complete(ctx, testserver.Completion{Reservation: *res, Response: storetest.JSONResponse("{}")}), "retention")
-	assert.ErrorContains(t, s.Complete(ctx, testserver.Completion{Reservation: *res, Retention: time.Hour}), "status")
-	assert.ErrorContains(t, s.CreatePayment(ctx, storetest.NewPayment(scope.Principal), &testserver.Completion{Reservation: *res, Retention: time.Hour}), "status")
+	storetest.AssertRejectsBadCompletions(t, s)
 	assert.Error(t, s.CreateOperation(ctx, testserver.Operation{Principal: scope.Principal}, nil), "an operation needs an id")
 }
