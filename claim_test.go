@@ -2,21 +2,18 @@ package idem
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -24,24 +21,8 @@ import (
 // in a schema of its own, dropped when the test ends, or skips the test.
 func sharedKeystore(t *testing.T) (string, keystore.OpenOption) {
 	t.Helper()
-	dsn := os.Getenv("IDEM_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("IDEM_TEST_POSTGRES is not set; set it to a PostgreSQL URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the shared keystore tests")
-	}
-	schema := "idem_claim_" + strings.ToLower(rand.Text()[:12])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idem_claim_")
 	return dsn, keystore.WithPostgresOptions(&keystore.PostgresOptions{Schema: schema})
 }
 

@@ -170,8 +170,15 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 		rec.LastError = callErr.Error()
 	}
 	// Stored even when ctx has ended: the answer is what makes the intent
-	// final, and losing it would send the caller to the server again.
-	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+	// final, and losing it would send the caller to the server again. A
+	// settled record is never modified again (only read by Do's caller
+	// through Intent.refresh), so the store may keep it as it is; an
+	// Accepted one is still changed by polling and is copied.
+	write := c.store.Update
+	if rec.State != Accepted {
+		write = c.storeSettled
+	}
+	if err := write(context.WithoutCancel(ctx), rec); err != nil {
 		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
 	}
 	if c.debugEnabled(ctx) {

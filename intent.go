@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,8 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/gowebpki/jcs"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -139,7 +136,9 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		CreatedAt:   now,
 		UpdatedAt:   now,
 	}
-	existing, created, err := c.store.Create(ctx, rec)
+	// rec is only read from here on, so a store that can keep it instead
+	// of a copy may (keystore.Adopter).
+	existing, created, err := c.createRecord(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("idem: persisting intent: %w", err)
 	}
@@ -154,6 +153,24 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
 	return intentFromRecord(rec), nil
+}
+
+// createRecord stores a record the caller built and only reads from then
+// on: a store that implements keystore.Adopter keeps it without a copy.
+func (c *Client) createRecord(ctx context.Context, rec *keystore.Record) (*keystore.Record, bool, error) {
+	if a, ok := c.store.(keystore.Adopter); ok {
+		return a.AdoptCreate(ctx, rec)
+	}
+	return c.store.Create(ctx, rec)
+}
+
+// storeSettled writes a record that is only read from then on: a store
+// that implements keystore.Adopter keeps it without a copy.
+func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
+	if a, ok := c.store.(keystore.Adopter); ok {
+		return a.AdoptUpdate(ctx, rec)
+	}
+	return c.store.Update(ctx, rec)
 }
 
 // Pending returns the intents that are not settled yet, oldest first:
@@ -194,17 +211,20 @@ func (c *Client) Resume(ctx context.Context, key string) (*Intent, error) {
 // canonical form, so key order and white space do not matter; any other
 // body is hashed as is.
 func Fingerprint(method, url string, body []byte) string {
-	h := sha256.New()
-	io.WriteString(h, method)
-	h.Write([]byte{0})
-	io.WriteString(h, url)
-	h.Write([]byte{0})
-	if canon, err := jcs.Transform(body); err == nil && len(body) > 0 {
-		h.Write(canon)
-	} else {
-		h.Write(body)
+	payload := body
+	if canon, ok := canonicalJSON(body); ok && len(body) > 0 {
+		payload = canon
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	// One buffer hashed at once: cheaper than feeding a streaming digest
+	// piece by piece, for the same bytes.
+	buf := make([]byte, 0, len(method)+len(url)+2+len(payload))
+	buf = append(buf, method...)
+	buf = append(buf, 0)
+	buf = append(buf, url...)
+	buf = append(buf, 0)
+	buf = append(buf, payload...)
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
 }
 
 // checkRequest rejects what cannot be sent: nil, no URL, no host, or a
@@ -251,37 +271,80 @@ func requestBody(req *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer rc.Close()
-	return readBounded(rc)
+	return readBounded(rc, req.ContentLength)
 }
 
-func readBounded(r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(r, MaxBodySize+1))
+// readBounded reads a request body of at most MaxBodySize bytes; sizeHint
+// is its declared length (ContentLength, <= 0 when unknown).
+func readBounded(r io.Reader, sizeHint int64) ([]byte, error) {
+	body, err := readUpTo(r, MaxBodySize+1, sizeHint)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading body: %v", ErrInvalidRequest, err)
 	}
-	if n > MaxBodySize {
+	if len(body) > MaxBodySize {
 		return nil, fmt.Errorf("%w: body exceeds %d bytes", ErrInvalidRequest, MaxBodySize)
 	}
-	if n == 0 {
+	if len(body) == 0 {
 		return nil, nil
 	}
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// readUpTo reads r to its end or to limit bytes, whichever comes first.
+// A body whose length is declared (sizeHint > 0) is read into one buffer
+// of exactly that size plus the byte that shows the end, instead of the
+// doubling growth of io.ReadAll; a wrong hint only costs a regrowth.
+func readUpTo(r io.Reader, limit, sizeHint int64) ([]byte, error) {
+	size := int64(512)
+	if sizeHint > 0 {
+		size = sizeHint + 1
+	}
+	size = min(size, limit)
+	buf := make([]byte, 0, size)
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // splitSecrets returns h without its secret headers (and without any
-// Idempotency-Key), and the secret headers on their own.
+// Idempotency-Key), and the secret headers on their own (nil when there
+// are none). Both are deep copies; their values share one backing array.
 func (c *Client) splitSecrets(h http.Header) (stored, secrets http.Header) {
-	stored = http.Header{}
-	secrets = http.Header{}
+	n := 0
+	for _, values := range h {
+		n += len(values)
+	}
+	backing := make([]string, n)
+	stored = make(http.Header, len(h))
 	for name, values := range h {
+		var own []string
+		if values != nil {
+			k := copy(backing, values)
+			own, backing = backing[:k:k], backing[k:]
+		}
 		canon := http.CanonicalHeaderKey(name)
 		switch {
 		case c.cfg.secretHeaders[canon]:
-			secrets[canon] = append([]string(nil), values...)
+			if secrets == nil {
+				secrets = http.Header{}
+			}
+			secrets[canon] = own
 		case canon == "Idempotency-Key":
 		default:
-			stored[canon] = append([]string(nil), values...)
+			stored[canon] = own
 		}
 	}
 	return stored, secrets

@@ -52,21 +52,18 @@ var notStoredHeaders = map[string]bool{
 // the keystore stores; resp.Body is replaced so the caller can still read
 // the whole body. A body over the limit is stored empty, with truncated
 // set, and the caller still reads all of it.
+//
+// The body is read once: the stored answer and the reader handed to the
+// caller share those bytes, which nobody writes to again (a reader cannot
+// change them). The stored header is a copy, so the caller may change
+// resp.Header freely, also after the keystore has taken the record over.
 func capture(resp *http.Response) (stored *keystore.Response, truncated bool, err error) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize+1))
+	body, err := readUpTo(resp.Body, MaxBodySize+1, resp.ContentLength)
 	if err != nil {
 		resp.Body.Close()
 		return nil, false, fmt.Errorf("idem: reading response body: %w", err)
 	}
-	// The stored header shares its value slices with resp's: the record
-	// is written (encoded or deep-copied by the store) before Do returns
-	// resp to its caller, and is not read afterwards.
-	stored = &keystore.Response{Status: resp.StatusCode, Header: make(http.Header, len(resp.Header))}
-	for name, values := range resp.Header {
-		if !notStoredHeaders[http.CanonicalHeaderKey(name)] {
-			stored.Header[name] = values
-		}
-	}
+	stored = &keystore.Response{Status: resp.StatusCode, Header: storableHeader(resp.Header)}
 	if len(body) > MaxBodySize {
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
 		return stored, true, nil
@@ -76,6 +73,30 @@ func capture(resp *http.Response) (stored *keystore.Response, truncated bool, er
 	resp.ContentLength = int64(len(body))
 	stored.Body = body
 	return stored, false, nil
+}
+
+// storableHeader copies h without the headers the keystore does not keep,
+// all values in one backing array as http.Header.Clone does.
+func storableHeader(h http.Header) http.Header {
+	n := 0
+	for _, values := range h {
+		n += len(values)
+	}
+	backing := make([]string, n)
+	out := make(http.Header, len(h))
+	for name, values := range h {
+		if notStoredHeaders[http.CanonicalHeaderKey(name)] {
+			continue
+		}
+		if values == nil {
+			out[name] = nil
+			continue
+		}
+		k := copy(backing, values)
+		out[name] = backing[:k:k]
+		backing = backing[k:]
+	}
+	return out
 }
 
 type readCloser struct {

@@ -124,7 +124,7 @@ func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call) 
 		h = http.Header{}
 	}
 	if cl.key != "" {
-		h.Set("Idempotency-Key", c.keyHeaderValue(cl.key))
+		h["Idempotency-Key"] = []string{c.keyHeaderValue(cl.key)} // the canonical name, as Set would
 	}
 	r.Header = h
 	if c.cfg.editor != nil {

@@ -50,7 +50,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
-		b, err := readBounded(req.Body)
+		b, err := readBounded(req.Body, req.ContentLength)
 		if err != nil {
 			return nil, err
 		}

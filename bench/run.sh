@@ -22,16 +22,26 @@ echo "== machine"
 	uptime
 } | tee "$OUT/machine.txt"
 
+# go test -count N runs each sub-benchmark N times in a row; running the
+# compiled benchmark COUNT times with -test.count 1 makes the contenders of
+# one function alternate instead, so machine drift hits them alike.
+go test -c -o "$OUT/bench.test" ./bench/
+interleaved() {
+	for _ in $(seq "$COUNT"); do
+		"$OUT/bench.test" -test.run '^$' -test.benchmem "$@"
+	done
+}
+
 echo "== client overhead (one op = Begin + Do of a new intent; baselines: one POST with a fresh key)"
-go test -run '^$' -bench '^BenchmarkCall$' -benchtime 3000x -count "$COUNT" ./bench/ | tee "$OUT/call.txt"
+interleaved -test.bench '^BenchmarkCall$' -test.benchtime 3000x | tee "$OUT/call.txt"
 $BENCHSTAT -col /client "$OUT/call.txt" | tee "$OUT/call.stat"
 
 echo "== keystore: lone Begin on bbolt vs one raw bbolt Update"
-go test -run '^$' -bench '^BenchmarkBeginFloor$' -benchtime 500x -count "$COUNT" ./bench/ | tee "$OUT/floor.txt"
+interleaved -test.bench '^BenchmarkBeginFloor$' -test.benchtime 500x | tee "$OUT/floor.txt"
 $BENCHSTAT -col /op "$OUT/floor.txt" | tee "$OUT/floor.stat"
 
 echo "== keystore: Begin throughput by concurrent callers"
-go test -run '^$' -bench '^BenchmarkBeginConcurrent$' -benchtime 2s -count "$COUNT" ./bench/ | tee "$OUT/concurrent.txt"
+interleaved -test.bench '^BenchmarkBeginConcurrent$' -test.benchtime 2s | tee "$OUT/concurrent.txt"
 $BENCHSTAT -col /callers "$OUT/concurrent.txt" | tee "$OUT/concurrent.stat"
 
 echo "== herd (virtual clock)"
@@ -41,14 +51,32 @@ echo "== outage (real loopback HTTP)"
 go run ./bench/cmd/outage -runs 3 | tee "$OUT/outage.md"
 
 echo "== server throughput (load generator in its own process)"
+# The protected server runs once per store: memory always, Postgres and
+# Redis when a URL is given (IDEM_BENCH_POSTGRES / IDEM_BENCH_REDIS, else
+# IDEM_TEST_POSTGRES / IDEM_TEST_REDIS). Postgres runs twice: with
+# pgxpool's default pool (max(4, NumCPU) connections) and with
+# pool_max_conns=16, one per load connection.
+PG=${IDEM_BENCH_POSTGRES:-${IDEM_TEST_POSTGRES:-}}
+REDIS=${IDEM_BENCH_REDIS:-${IDEM_TEST_REDIS:-}}
 go build -o "$OUT/benchserver" ./bench/cmd/benchserver
 go build -o "$OUT/load" ./bench/cmd/load
-"$OUT/benchserver" -protected 127.0.0.1:18080 -unprotected 127.0.0.1:18081 &
+serve_args=(-unprotected 127.0.0.1:18081 -protected 127.0.0.1:18080)
+load_args=(-unprotected http://127.0.0.1:18081 -protected memory=http://127.0.0.1:18080)
+if [ -n "$PG" ]; then
+	sep='?'; case "$PG" in *\?*) sep='&' ;; esac
+	serve_args+=(-protected "127.0.0.1:18082,$PG" -protected "127.0.0.1:18083,$PG${sep}pool_max_conns=16")
+	load_args+=(-protected "postgres (default pool)=http://127.0.0.1:18082"
+		-protected "postgres (pool_max_conns=16)=http://127.0.0.1:18083")
+fi
+if [ -n "$REDIS" ]; then
+	serve_args+=(-protected "127.0.0.1:18084,$REDIS")
+	load_args+=(-protected "redis=http://127.0.0.1:18084")
+fi
+"$OUT/benchserver" "${serve_args[@]}" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
+for _ in $(seq 100); do
 	if (exec 3<>/dev/tcp/127.0.0.1/18081) 2>/dev/null; then break; fi
 	sleep 0.1
 done
-"$OUT/load" -protected http://127.0.0.1:18080 -unprotected http://127.0.0.1:18081 \
-	-conns 16 -rounds 5 -duration 3s | tee "$OUT/server.md"
+"$OUT/load" "${load_args[@]}" -conns 16 -rounds 5 -duration 3s | tee "$OUT/server.md"

@@ -103,14 +103,14 @@ func (b *Bolt) Create(ctx context.Context, r *Record) (existing *Record, created
 		}
 		records := tx.Bucket(bucketRecords)
 		if records.Get(key) != nil {
-			return false, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+			return false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(r.Key))
 		}
 		if err := records.Put(key, data); err != nil {
-			return true, fmt.Errorf("keystore: create %s: %w", key, err)
+			return true, fmt.Errorf("keystore: create %s: %w", keyRef(r.Key), err)
 		}
 		if len(name) > 0 {
 			if err := tx.Bucket(bucketNames).Put(name, key); err != nil {
-				return true, fmt.Errorf("keystore: create %s: index name: %w", key, err)
+				return true, fmt.Errorf("keystore: create %s: index name: %w", keyRef(r.Key), err)
 			}
 		}
 		created = true
@@ -196,7 +196,7 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 		records := tx.Bucket(bucketRecords)
 		old := records.Get(key)
 		if old == nil {
-			return false, fmt.Errorf("update: %w: key %s", ErrNotFound, key)
+			return false, fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(r.Key))
 		}
 		sum, err := decodeSummary(r.Key, old)
 		if err != nil {
@@ -206,7 +206,7 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 			return false, nameChanged(r.Key, sum.Name, r.Name)
 		}
 		if err := records.Put(key, data); err != nil {
-			return true, fmt.Errorf("keystore: update %s: %w", key, err)
+			return true, fmt.Errorf("keystore: update %s: %w", keyRef(r.Key), err)
 		}
 		return true, nil
 	})
@@ -279,7 +279,7 @@ func (b *Bolt) view(fn func(tx *bolt.Tx) error) error {
 func getRecord(tx *bolt.Tx, key string) (*Record, error) {
 	data := tx.Bucket(bucketRecords).Get([]byte(key))
 	if data == nil {
-		return nil, fmt.Errorf("%w: key %s", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
 	}
 	return decodeRecord(key, data)
 }
@@ -290,7 +290,7 @@ func getRecord(tx *bolt.Tx, key string) (*Record, error) {
 func namedRecord(tx *bolt.Tx, name, key string) (*Record, error) {
 	rec, err := getRecord(tx, key)
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: name %q maps to missing record %s", ErrCorrupt, name, key)
+		return nil, fmt.Errorf("%w: name %q maps to missing record %s", ErrCorrupt, name, keyRef(key))
 	}
 	return rec, err
 }

@@ -29,6 +29,11 @@ func TestBoltContract(t *testing.T) {
 	})
 }
 
+func TestBoltErrorsHideKeys(t *testing.T) {
+	t.Parallel()
+	storetest.AssertErrorsHideKeys(t, openBolt(t, filepath.Join(t.TempDir(), "keys.db")))
+}
+
 // openBolt opens a keystore at path and closes it when the test ends.
 func openBolt(t *testing.T, path string) *keystore.Bolt {
 	t.Helper()
@@ -181,11 +186,12 @@ func TestBoltCorruptRecord(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = s.Create(ctx, pendingRecord("good", "n-good"))
 	require.NoError(t, err)
-	_, _, err = s.Create(ctx, pendingRecord("bad", "n-bad"))
+	const bad = "DAMAGED-KEY"
+	_, _, err = s.Create(ctx, pendingRecord(bad, "n-bad"))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	rawBolt(t, path, func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("records")).Put([]byte("bad"), []byte{1, '{', 'x'})
+		return tx.Bucket([]byte("records")).Put([]byte(bad), []byte{1, '{', 'x'})
 	})
 
 	s = openBolt(t, path)
@@ -193,14 +199,16 @@ func TestBoltCorruptRecord(t *testing.T) {
 	require.NoError(t, err, "sound records stay readable")
 	assert.Equal(t, "good", got.Key)
 
-	_, err = s.Get(ctx, "bad")
+	_, err = s.Get(ctx, bad)
 	require.ErrorIs(t, err, keystore.ErrCorrupt)
-	assert.Contains(t, err.Error(), "bad")
+	assert.Contains(t, err.Error(), "record key#", "the error says which record")
+	assert.NotContains(t, err.Error(), bad, "the error never reveals the raw key")
 	_, err = s.GetByName(ctx, "n-bad")
 	assert.ErrorIs(t, err, keystore.ErrCorrupt)
 	_, err = s.List(ctx, keystore.Filter{})
 	assert.ErrorIs(t, err, keystore.ErrCorrupt, "List does not hide a damaged intent")
-	r := pendingRecord("bad", "n-bad")
+	assert.NotContains(t, err.Error(), bad)
+	r := pendingRecord(bad, "n-bad")
 	assert.ErrorIs(t, s.Update(ctx, r), keystore.ErrCorrupt)
 	_, _, err = s.Create(ctx, pendingRecord("other", "n-bad"))
 	assert.ErrorIs(t, err, keystore.ErrCorrupt)

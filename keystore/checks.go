@@ -31,11 +31,12 @@ func checkWrite(ctx context.Context, op string, r *Record) error {
 	return nil
 }
 
-// nameChanged is the error of an Update that tries to rename a record. A
-// name is bound to its intent for life: the name index would otherwise
-// have to move, and another record could already hold the new name.
+// nameChanged is the error of an Update that tries to rename the record
+// with key. A name is bound to its intent for life: the name index would
+// otherwise have to move, and another record could already hold the new
+// name.
 func nameChanged(key, stored, given string) error {
-	return fmt.Errorf("keystore: update %s: name is immutable (stored %q, given %q)", key, stored, given)
+	return fmt.Errorf("keystore: update %s: name is immutable (stored %q, given %q)", keyRef(key), stored, given)
 }
 
 // purgeable reports whether Purge may delete a record in state s last

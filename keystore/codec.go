@@ -20,7 +20,7 @@ func encodeRecord(r *Record) ([]byte, error) {
 	c.UpdatedAt = r.UpdatedAt.UTC()
 	js, err := json.Marshal(&c)
 	if err != nil {
-		return nil, fmt.Errorf("keystore: encode record %s: %w", r.Key, err)
+		return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)
 	}
 	out := make([]byte, 0, len(js)+1)
 	out = append(out, recordEncodingV1)
@@ -36,10 +36,10 @@ func decodeRecord(key string, data []byte) (*Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(js, &r); err != nil {
-		return nil, fmt.Errorf("%w: record %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: record %s: %v", ErrCorrupt, keyRef(key), err)
 	}
 	if r.Key != key {
-		return nil, fmt.Errorf("%w: record %s holds key %q", ErrCorrupt, key, r.Key)
+		return nil, fmt.Errorf("%w: record %s holds %s", ErrCorrupt, keyRef(key), keyRef(r.Key))
 	}
 	return &r, nil
 }
@@ -60,7 +60,7 @@ func decodeSummary(key string, data []byte) (recordSummary, error) {
 		return s, err
 	}
 	if err := json.Unmarshal(js, &s); err != nil {
-		return s, fmt.Errorf("%w: record %s: %v", ErrCorrupt, key, err)
+		return s, fmt.Errorf("%w: record %s: %v", ErrCorrupt, keyRef(key), err)
 	}
 	return s, nil
 }
@@ -68,10 +68,10 @@ func decodeSummary(key string, data []byte) (recordSummary, error) {
 // recordJSON checks the encoding byte and returns the JSON after it.
 func recordJSON(key string, data []byte) ([]byte, error) {
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: record %s is empty", ErrCorrupt, key)
+		return nil, fmt.Errorf("%w: record %s is empty", ErrCorrupt, keyRef(key))
 	}
 	if data[0] != recordEncodingV1 {
-		return nil, fmt.Errorf("%w: record %s has unknown encoding %d", ErrCorrupt, key, data[0])
+		return nil, fmt.Errorf("%w: record %s has unknown encoding %d", ErrCorrupt, keyRef(key), data[0])
 	}
 	return data[1:], nil
 }

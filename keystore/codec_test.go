@@ -60,12 +60,16 @@ func TestCodecRejectsDamage(t *testing.T) {
 	for name, data := range cases {
 		_, err := decodeRecord("k1", data)
 		assert.ErrorIs(t, err, ErrCorrupt, name)
-		assert.ErrorContains(t, err, "k1", name)
+		assert.ErrorContains(t, err, "record "+keyRef("k1"), name)
+		assert.NotContains(t, err.Error(), "k1", "%s: the raw key never appears", name)
 		_, err = decodeSummary("k1", data)
 		assert.ErrorIs(t, err, ErrCorrupt, name)
 	}
 	_, err = decodeRecord("other", good)
 	assert.ErrorIs(t, err, ErrCorrupt, "a record stored under another key")
+	assert.ErrorContains(t, err, "record "+keyRef("other")+" holds "+keyRef("k1"))
+	assert.NotContains(t, err.Error(), "k1")
+	assert.NotContains(t, err.Error(), "other")
 }
 
 // FuzzDecodeRecord checks that no stored bytes make decoding panic, and

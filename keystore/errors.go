@@ -3,7 +3,9 @@ package keystore
 import "errors"
 
 // Sentinel errors of every Store. Match them with errors.Is; the returned
-// errors wrap them with detail (the path, the key).
+// errors wrap them with detail: the path, or the key as key# and the first
+// 8 hex digits of its SHA-256 (an error never holds a raw key, so it is
+// safe to log).
 var (
 	// ErrNotFound: no record with that key or name.
 	ErrNotFound = errors.New("keystore: not found")

@@ -10,7 +10,8 @@ import (
 // Memory is a Store that keeps records in process memory: nothing survives
 // the process. It suits tests and programs that need no resume after a
 // restart. Records go in and come out as deep copies, so a caller never
-// shares a map or slice with the store.
+// shares a map or slice with the store; a caller that hands over records
+// it never touches again saves the copies on the way in with Adopter.
 type Memory struct {
 	mu      sync.RWMutex
 	closed  bool
@@ -18,7 +19,10 @@ type Memory struct {
 	names   map[string]string  // name -> key
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store   = (*Memory)(nil)
+	_ Adopter = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
@@ -36,24 +40,43 @@ func (m *Memory) Create(ctx context.Context, r *Record) (*Record, bool, error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
+	existing, created, err := m.create(r.Clone())
+	if created {
+		existing = r.Clone()
+	}
+	return existing, created, err
+}
+
+// AdoptCreate is Create without the copies: m keeps r itself, and returns
+// it as existing when it creates the record (see Adopter).
+func (m *Memory) AdoptCreate(ctx context.Context, r *Record) (*Record, bool, error) {
+	if err := checkWrite(ctx, "create", r); err != nil {
+		return nil, false, err
+	}
+	return m.create(r)
+}
+
+// create stores owned, a record no caller modifies, unless its name is
+// taken (then it returns a copy of that record) or its key is.
+func (m *Memory) create(owned *Record) (*Record, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, false, ErrClosed
 	}
-	if r.Name != "" {
-		if key, ok := m.names[r.Name]; ok {
+	if owned.Name != "" {
+		if key, ok := m.names[owned.Name]; ok {
 			return m.records[key].Clone(), false, nil
 		}
 	}
-	if _, ok := m.records[r.Key]; ok {
-		return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, r.Key)
+	if _, ok := m.records[owned.Key]; ok {
+		return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, owned.Key)
 	}
-	m.records[r.Key] = r.Clone()
-	if r.Name != "" {
-		m.names[r.Name] = r.Key
+	m.records[owned.Key] = owned
+	if owned.Name != "" {
+		m.names[owned.Name] = owned.Key
 	}
-	return r.Clone(), true, nil
+	return owned, true, nil
 }
 
 // Get returns a copy of the record with this key, or ErrNotFound.
@@ -97,19 +120,33 @@ func (m *Memory) Update(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
 	}
+	return m.update(r.Clone())
+}
+
+// AdoptUpdate is Update without the copy: m keeps r itself (see Adopter).
+func (m *Memory) AdoptUpdate(ctx context.Context, r *Record) error {
+	if err := checkWrite(ctx, "update", r); err != nil {
+		return err
+	}
+	return m.update(r)
+}
+
+// update replaces the stored record with owned, a record no caller
+// modifies.
+func (m *Memory) update(owned *Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return ErrClosed
 	}
-	old, ok := m.records[r.Key]
+	old, ok := m.records[owned.Key]
 	if !ok {
-		return fmt.Errorf("update: %w: key %s", ErrNotFound, r.Key)
+		return fmt.Errorf("update: %w: key %s", ErrNotFound, owned.Key)
 	}
-	if old.Name != r.Name {
-		return nameChanged(r.Key, old.Name, r.Name)
+	if old.Name != owned.Name {
+		return nameChanged(owned.Key, old.Name, owned.Name)
 	}
-	m.records[r.Key] = r.Clone()
+	m.records[owned.Key] = owned
 	return nil
 }
 

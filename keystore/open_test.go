@@ -2,12 +2,13 @@ package keystore
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 func TestOpenPathIsBolt(t *testing.T) {
@@ -25,7 +26,7 @@ func TestOpenPathIsBolt(t *testing.T) {
 func TestOpenPostgresURLIsPostgres(t *testing.T) {
 	t.Parallel()
 	schema := newPostgresTestSchema(t)
-	dsn := postgresTestDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	st, err := Open(context.Background(), dsn, WithPostgresOptions(&PostgresOptions{Schema: schema}))
 	require.NoError(t, err)
 	defer st.Close()
@@ -47,7 +48,7 @@ func TestOpenRejectsWhatItCannotOpen(t *testing.T) {
 
 func TestOpenUnreachablePostgresHidesThePassword(t *testing.T) {
 	t.Parallel()
-	loc := "postgresql://app:s3cret@" + closedAddr(t) + "/db?sslmode=disable&connect_timeout=2"
+	loc := "postgresql://app:s3cret@" + testenv.ClosedAddr(t) + "/db?sslmode=disable&connect_timeout=2"
 	_, err := Open(context.Background(), loc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "keystore postgresql://app:xxxxx@")
@@ -59,14 +60,4 @@ func TestRedactLocation(t *testing.T) {
 	assert.Equal(t, "/var/lib/idem.db", RedactLocation("/var/lib/idem.db"))
 	assert.Equal(t, "postgres://app:xxxxx@db:5432/pay", RedactLocation("postgres://app:pw@db:5432/pay"))
 	assert.Equal(t, "postgres://db/pay", RedactLocation("postgres://db/pay"))
-}
-
-// closedAddr returns a local address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }

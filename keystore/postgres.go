@@ -174,10 +174,10 @@ func (p *Postgres) Create(ctx context.Context, r *Record) (*Record, bool, error)
 			return nil, false, p.fail("create", r.Key, err)
 		}
 		if exists {
-			return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, postgresKeyRef(r.Key))
+			return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(r.Key))
 		}
 	}
-	return nil, false, fmt.Errorf("keystore: postgres: create %s: the conflicting record kept disappearing under concurrent writers; try again", postgresKeyRef(r.Key))
+	return nil, false, fmt.Errorf("keystore: postgres: create %s: the conflicting record kept disappearing under concurrent writers; try again", keyRef(r.Key))
 }
 
 // Get returns the record with key, or ErrNotFound.
@@ -187,7 +187,7 @@ func (p *Postgres) Get(ctx context.Context, key string) (*Record, error) {
 	}
 	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByKey, key))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, postgresKeyRef(key))
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
 	}
 	if err != nil {
 		return nil, p.fail("get", key, err)
@@ -233,7 +233,7 @@ func (p *Postgres) Update(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
-	return nameChanged(postgresKeyRef(r.Key), stored.Name, r.Name)
+	return nameChanged(r.Key, stored.Name, r.Name)
 }
 
 // List returns the records matching f, oldest first.
@@ -334,5 +334,5 @@ func (p *Postgres) wrap(op string, err error) error {
 
 // fail is wrap for operations on one key.
 func (p *Postgres) fail(op, key string, err error) error {
-	return p.wrap(op+" "+postgresKeyRef(key), err)
+	return p.wrap(op+" "+keyRef(key), err)
 }

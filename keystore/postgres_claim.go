@@ -58,7 +58,7 @@ func (p *Postgres) ClaimKey(ctx context.Context, key, owner string, lease time.D
 		return false, p.fail("claim", key, err)
 	}
 	if tag.RowsAffected() == 1 {
-		p.log.Debug("keystore: postgres claimed key", "owner", owner, "key", postgresKeyRef(key), "lease", lease)
+		p.log.Debug("keystore: postgres claimed key", "owner", owner, "key", keyRef(key), "lease", lease)
 		return true, nil
 	}
 	if err := p.mustExist(ctx, "claim", key); err != nil {
@@ -93,7 +93,7 @@ func (p *Postgres) mustExist(ctx context.Context, op, key string) error {
 		return p.fail(op, key, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotFound, postgresKeyRef(key))
+		return fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
 	}
 	return nil
 }

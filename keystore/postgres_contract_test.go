@@ -13,11 +13,24 @@ import (
 
 func TestPostgresContract(t *testing.T) {
 	t.Parallel()
-	dsn := testenv.PostgresDSN(t)
-	storetest.Run(t, func(t *testing.T) keystore.Store {
+	storetest.Run(t, postgresOpener(testenv.PostgresDSN(t)))
+}
+
+func TestPostgresErrorsHideKeys(t *testing.T) {
+	t.Parallel()
+	open := postgresOpener(testenv.PostgresDSN(t))
+	storetest.AssertErrorsHideKeys(t, open(t))
+}
+
+// postgresOpener returns a function that opens a store on dsn in a schema
+// of the calling test's own, closed when that test ends.
+func postgresOpener(dsn string) func(t *testing.T) keystore.Store {
+	return func(t *testing.T) keystore.Store {
+		t.Helper()
 		s, err := keystore.OpenPostgres(context.Background(), dsn,
 			&keystore.PostgresOptions{Schema: testenv.PostgresSchema(t, dsn, "idem_ksc_")})
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
 		return s
-	})
+	}
 }

@@ -1,8 +1,6 @@
 package keystore
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -214,12 +212,6 @@ func storedPostgresRecord(r *Record) *Record {
 func truncatePostgresTime(t time.Time) time.Time {
 	t = t.Round(0)
 	return t.Add(-time.Duration(t.Nanosecond() % 1000))
-}
-
-// postgresKeyRef names a key in errors and logs without revealing it.
-func postgresKeyRef(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "key#" + hex.EncodeToString(sum[:4])
 }
 
 func isPostgresUniqueViolation(err error) bool {

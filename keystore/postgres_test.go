@@ -18,18 +18,12 @@ import (
 	"github.com/idemkit/idem/internal/testenv"
 )
 
-// postgresTestDSN returns the test database's DSN, or skips the test.
-func postgresTestDSN(tb testing.TB) string {
-	tb.Helper()
-	return testenv.PostgresDSN(tb)
-}
-
 // newPostgresTestSchema names a schema of its own for one test and drops it
 // when the test ends, so tests (and packages) sharing one database never
 // see each other's records.
 func newPostgresTestSchema(tb testing.TB) string {
 	tb.Helper()
-	return testenv.PostgresSchema(tb, postgresTestDSN(tb), "idem_kst_")
+	return testenv.PostgresSchema(tb, testenv.PostgresDSN(tb), "idem_kst_")
 }
 
 // openPostgresIn opens a store (its own pool, like another process would)
@@ -41,7 +35,7 @@ func openPostgresIn(tb testing.TB, schema string, opts *PostgresOptions) *Postgr
 		o = *opts
 	}
 	o.Schema = schema
-	p, err := OpenPostgres(context.Background(), postgresTestDSN(tb), &o)
+	p, err := OpenPostgres(context.Background(), testenv.PostgresDSN(tb), &o)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = p.Close() })
 	return p
@@ -355,7 +349,7 @@ func TestPostgresConcurrentOpenersOfOneSchema(t *testing.T) {
 	errs := make([]error, 6)
 	for i := range errs {
 		wg.Go(func() {
-			p, err := OpenPostgres(context.Background(), postgresTestDSN(t), &PostgresOptions{Schema: schema})
+			p, err := OpenPostgres(context.Background(), testenv.PostgresDSN(t), &PostgresOptions{Schema: schema})
 			errs[i] = err
 			if err == nil {
 				_ = p.Close()
@@ -372,13 +366,13 @@ func TestPostgresRefusesForeignTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	conn, err := pgx.Connect(ctx, postgresTestDSN(t))
+	conn, err := pgx.Connect(ctx, testenv.PostgresDSN(t))
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
 	_, err = conn.Exec(ctx, `CREATE SCHEMA `+schema+`; CREATE TABLE `+schema+`.intents (id integer PRIMARY KEY)`)
 	require.NoError(t, err)
 
-	_, err = OpenPostgres(ctx, postgresTestDSN(t), &PostgresOptions{Schema: schema})
+	_, err = OpenPostgres(ctx, testenv.PostgresDSN(t), &PostgresOptions{Schema: schema})
 	assert.ErrorIs(t, err, ErrCorrupt)
 }
 
@@ -389,7 +383,7 @@ func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
 	openPostgresIn(t, schema, nil) // an administrator creates the keystore
 
 	// The application's role may only read and write the table.
-	u, err := url.Parse(postgresTestDSN(t))
+	u, err := url.Parse(testenv.PostgresDSN(t))
 	if err != nil || u.Scheme == "" {
 		t.Skip("IDEM_TEST_POSTGRES is not a URL; cannot derive a DSN for a restricted role")
 	}
@@ -449,12 +443,7 @@ func TestPostgresUnreachable(t *testing.T) {
 
 	t.Run("connection refused", func(t *testing.T) {
 		t.Parallel()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close()) // nothing listens there now
-
-		_, err = OpenPostgres(ctx, "postgres://postgres@"+addr+"/test?sslmode=disable", nil)
+		_, err := OpenPostgres(ctx, "postgres://postgres@"+testenv.ClosedAddr(t)+"/test?sslmode=disable", nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "cannot reach 127.0.0.1")
 	})

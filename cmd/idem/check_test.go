@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/internal/testserver"
 )
 
@@ -128,11 +128,7 @@ func TestCheck_JSONParses(t *testing.T) {
 
 func TestCheck_UnreachableServerIsOneLine(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
+	addr := testenv.ClosedAddr(t)
 	stdout, stderr, err := runCheckCLI(t, "http://"+addr)
 	require.Error(t, err)
 	assert.Empty(t, stdout)

@@ -68,7 +68,8 @@ runs with appendfsync always).
 
 Faults can be armed at start with the --fail-next, --lose-next, --reset-next,
 --handler-delay and --crash-after-commit flags, and at run time through
-/admin/faults when an admin token is set (--admin-token or ` + adminTokenEnv + `).
+/admin/faults when an admin token is set (--admin-token or ` + adminTokenEnv + `),
+e.g. {"crash_after_commit":1} to kill the process after the next commit.
 SIGINT or SIGTERM drains requests and exits.`,
 		Example: `  idem serve
   idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
@@ -164,6 +165,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		testserver.WithPayoutDelay(f.payoutDelay),
 		testserver.WithServerStore5xx(f.store5xx),
 		testserver.WithAdminToken(f.adminToken),
+		testserver.WithCrashHook(killSelf),
 		testserver.WithServerLogger(logger),
 	}
 	if store != nil {

@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 func TestParseStoreKind(t *testing.T) {
@@ -56,19 +52,9 @@ func runServeArgs(t *testing.T, args ...string) error {
 	return root.ExecuteContext(ctx)
 }
 
-// closedAddr returns a local address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 func TestServe_UnreachableStoreFailsWithOneLine(t *testing.T) {
 	t.Parallel()
-	addr := closedAddr(t)
+	addr := testenv.ClosedAddr(t)
 	for name, tc := range map[string]struct{ store, want string }{
 		"postgres": {"postgres://app:s3cret@" + addr + "/db?sslmode=disable", "cannot open the postgres store at postgres://app:xxxxx@" + addr},
 		"redis":    {"redis://:s3cret@" + addr + "/0", "cannot open the redis store at redis://:xxxxx@" + addr},
@@ -89,24 +75,16 @@ func TestServe_UnreachableStoreFailsWithOneLine(t *testing.T) {
 // same database.
 func TestServe_PostgresStoreOutlivesTheProcess(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("IDEM_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("IDEM_TEST_POSTGRES is not set; set it to a PostgreSQL URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the Postgres store tests")
-	}
-	schema := "idemserve_" + strings.ToLower(rand.Text())
-	t.Cleanup(func() { dropSchema(t, dsn, schema) })
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idemserve_")
 	args := []string{"--store", dsn, "--store-schema", schema}
 	assertStoreOutlivesServer(t, args)
 }
 
 func TestServe_RedisStoreOutlivesTheProcess(t *testing.T) {
 	t.Parallel()
-	url := os.Getenv("IDEM_TEST_REDIS")
-	if url == "" {
-		t.Skip("IDEM_TEST_REDIS is not set; set it to a Redis URL (e.g. redis://127.0.0.1:6379/0) to run the Redis store tests")
-	}
-	prefix := "idemserve:" + rand.Text() + ":"
-	t.Cleanup(func() { dropPrefix(t, url, prefix) })
+	url := testenv.RedisURL(t)
+	prefix := testenv.RedisPrefix(t, url, "idemserve:")
 	args := []string{"--store", url, "--store-prefix", prefix}
 	assertStoreOutlivesServer(t, args)
 }
@@ -126,44 +104,4 @@ func assertStoreOutlivesServer(t *testing.T, args []string) {
 	assert.Equal(t, http.StatusCreated, replay.status)
 	assert.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))
 	assert.Equal(t, created.body, replay.body)
-}
-
-func dropSchema(t *testing.T, dsn, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Errorf("drop schema %s: %v", schema, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		t.Errorf("drop schema %s: %v", schema, err)
-	}
-}
-
-func dropPrefix(t *testing.T, url, prefix string) {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Errorf("drop prefix: %v", err)
-		return
-	}
-	client := redis.NewClient(opts)
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	iter := client.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("drop prefix: %v", err)
-		return
-	}
-	if len(keys) > 0 {
-		if err := client.Del(ctx, keys...).Err(); err != nil {
-			t.Errorf("drop prefix: %v", err)
-		}
-	}
 }

@@ -108,16 +108,30 @@ type response struct {
 
 func send(t *testing.T, client *http.Client, method, url, key string, header http.Header) (response, error) {
 	t.Helper()
-	var body io.Reader
+	var body string
 	if method == http.MethodPost {
-		body = strings.NewReader(`{"amount":1000,"currency":"EUR"}`)
+		body = `{"amount":1000,"currency":"EUR"}`
 	}
-	req, err := http.NewRequestWithContext(context.Background(), method, url, body)
+	h := http.Header{}
+	if key != "" {
+		h.Set("Idempotency-Key", key)
+	}
+	for k, v := range header {
+		h[k] = v
+	}
+	return sendBody(t, client, method, url, body, h)
+}
+
+// sendBody sends body (none when empty) as JSON, with header on top.
+func sendBody(t *testing.T, client *http.Client, method, url, body string, header http.Header) (response, error) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, url, r)
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -183,7 +197,27 @@ func TestServe_FaultFlags(t *testing.T) {
 
 	admin, err := send(t, client, http.MethodGet, url+"/admin/faults", "", http.Header{"Authorization": {"Bearer flag-token"}})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"fail_next":{"count":0,"status":502,"retry_after":"2s"},"lose_next":0,"reset_next":0,"handler_delay":"0s"}`, admin.body)
+	assert.JSONEq(t, `{"fail_next":{"count":0,"status":502,"retry_after":"2s"},"lose_next":0,"reset_next":0,"handler_delay":"0s","crash_after_commit":0}`, admin.body)
+}
+
+// The admin endpoint of idem serve arms the crash with the process-killing
+// hook. The test only arms and disarms it: a guarded request would kill
+// the test binary.
+func TestServe_AdminArmsCrashAfterCommit(t *testing.T) {
+	t.Parallel()
+	url, _, _ := startServe(t, nil, "--admin-token", "flag-token")
+	client := noKeepAlive()
+	auth := http.Header{"Authorization": {"Bearer flag-token"}}
+
+	armed, err := sendBody(t, client, http.MethodPost, url+"/admin/faults", `{"crash_after_commit":1}`, auth)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, armed.status, armed.body)
+	assert.Contains(t, armed.body, `"crash_after_commit":1`)
+
+	cleared, err := send(t, client, http.MethodDelete, url+"/admin/faults", "", auth)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, cleared.status, cleared.body)
+	assert.Contains(t, cleared.body, `"crash_after_commit":0`)
 }
 
 func TestServe_RejectsBadFlags(t *testing.T) {

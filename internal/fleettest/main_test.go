@@ -9,18 +9,12 @@
 package fleettest
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // binDir holds the idem binary built for this run; TestMain removes it.
@@ -65,36 +59,4 @@ func idemBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return bin
-}
-
-// postgresDSN returns the test database, or skips the test.
-func postgresDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("IDEM_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("IDEM_TEST_POSTGRES is not set; set it to a PostgreSQL URL " +
-			"(e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the fleet tests")
-	}
-	return dsn
-}
-
-// newSchema names a schema of the test's own and drops it when the test
-// ends, after the processes using it have stopped.
-func newSchema(t *testing.T, dsn string) string {
-	t.Helper()
-	name := "idem_fleet_" + strings.ToLower(rand.Text()[:12])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 const (
@@ -26,8 +28,8 @@ const (
 // round-robin proxy.
 func startFleet(t *testing.T) ([]*replica, *proxy) {
 	t.Helper()
-	dsn := postgresDSN(t)
-	schema := newSchema(t, dsn)
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idem_fleet_")
 	replicas := make([]*replica, 3)
 	addrs := make([]string, 3)
 	for i := range replicas {
@@ -136,8 +138,8 @@ func postOnce(t *testing.T, client *http.Client, baseURL, token, key string) (in
 // back. A new process on the same Postgres replays the committed payment.
 func TestServerKilledBetweenCommitAndAnswerReplaysAfterRestart(t *testing.T) {
 	t.Parallel()
-	dsn := postgresDSN(t)
-	schema := newSchema(t, dsn)
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idem_fleet_")
 	args := []string{"--store", dsn, "--store-schema", schema}
 	token := "tok_" + rand.Text()
 	key := "crash-" + rand.Text()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -70,8 +71,8 @@ func (w *workerProcess) settled() []string {
 // and every intent is paid exactly once, under its original key.
 func TestWorkersResumeAfterOneWasKilled(t *testing.T) {
 	t.Parallel()
-	dsn := postgresDSN(t)
-	schema := newSchema(t, dsn)
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idem_fleet_")
 	token := "tok_" + rand.Text()
 	srv := idemtest.NewServer(t, idemtest.WithLease(2*time.Second))
 	keys := beginIntents(t, dsn, schema, srv.URL, token)

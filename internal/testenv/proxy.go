@@ -7,24 +7,6 @@ import (
 	"testing"
 )
 
-// ClosedPort returns a local TCP port nothing listens on.
-func ClosedPort(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("find a closed port: %v", err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		tb.Fatalf("find a closed port: %v", err)
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		tb.Fatalf("find a closed port: %v", err)
-	}
-	return port
-}
-
 // Proxy forwards TCP connections to a server until Cut, which closes the
 // listener and every forwarded connection: the server vanishes from the
 // client's point of view, as when its host goes down.

@@ -62,9 +62,3 @@ func TestProxyForwardsUntilCut(t *testing.T) {
 	assert.Error(t, err, "a cut proxy accepts no new connection")
 	p.Cut()
 }
-
-func TestClosedPortRefusesConnections(t *testing.T) {
-	t.Parallel()
-	_, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", ClosedPort(t)))
-	assert.Error(t, err)
-}

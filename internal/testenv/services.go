@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 )
 
 // Environment variables that name the services tests run against.
@@ -62,4 +63,39 @@ func PostgresSchema(tb testing.TB, dsn, prefix string) string {
 		}
 	})
 	return name
+}
+
+// RedisPrefix returns a key prefix, prefix followed by random letters and
+// digits and a colon, that no other test uses, and deletes every key under
+// it when the test ends, so tests running in parallel, and other packages'
+// tests on the same server, never see each other's keys.
+func RedisPrefix(tb testing.TB, url, prefix string) string {
+	tb.Helper()
+	name := prefix + rand.Text() + ":"
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := deleteKeys(ctx, url, name+"*"); err != nil {
+			tb.Errorf("delete keys under %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// deleteKeys deletes every key of the Redis server at url that matches
+// pattern.
+func deleteKeys(ctx context.Context, url, pattern string) error {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	client := redis.NewClient(opts)
+	defer func() { _ = client.Close() }()
+	iter := client.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := client.Del(ctx, iter.Val()).Err(); err != nil {
+			return err
+		}
+	}
+	return iter.Err()
 }

@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -55,4 +58,33 @@ func TestPostgresSchemaIsDroppedWhenTheTestEnds(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx,
 		"SELECT count(*) FROM information_schema.schemata WHERE schema_name = ANY($1)", schemas).Scan(&left))
 	assert.Zero(t, left)
+}
+
+// A test's key prefix is its own, and its keys are gone once the test ends.
+func TestRedisPrefixIsDeletedWhenTheTestEnds(t *testing.T) {
+	url := RedisURL(t)
+	ctx := t.Context()
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	client := redis.NewClient(opts)
+	defer func() { _ = client.Close() }()
+
+	var prefixes []string
+	for range 2 {
+		t.Run("write", func(t *testing.T) {
+			prefix := RedisPrefix(t, url, "idem_testenv:")
+			prefixes = append(prefixes, prefix)
+			for _, k := range []string{"a", "b"} {
+				require.NoError(t, client.Set(ctx, prefix+k, "v", time.Hour).Err())
+			}
+		})
+	}
+	require.Len(t, prefixes, 2)
+	assert.NotEqual(t, prefixes[0], prefixes[1])
+	for _, prefix := range prefixes {
+		assert.True(t, strings.HasPrefix(prefix, "idem_testenv:"))
+		keys, err := client.Keys(ctx, prefix+"*").Result()
+		require.NoError(t, err)
+		assert.Empty(t, keys, "keys under %s must be deleted", prefix)
+	}
 }

@@ -21,15 +21,17 @@ const maxFaultCount = 1_000_000
 
 // adminAPI serves /admin/faults: GET reads the armed faults, POST arms
 // the ones named in the body (the others are left as they are), DELETE
-// disarms all. Every call needs the admin bearer token.
+// disarms all. Every call needs the admin bearer token. crash is what the
+// crash_after_commit fault calls; nil means that fault cannot be armed.
 type adminAPI struct {
 	faults    *Faults
 	tokenHash [sha256.Size]byte
+	crash     func()
 	logger    *slog.Logger
 }
 
-func newAdminAPI(faults *Faults, token string, logger *slog.Logger) *adminAPI {
-	return &adminAPI{faults: faults, tokenHash: sha256.Sum256([]byte(token)), logger: logger}
+func newAdminAPI(faults *Faults, token string, crash func(), logger *slog.Logger) *adminAPI {
+	return &adminAPI{faults: faults, tokenHash: sha256.Sum256([]byte(token)), crash: crash, logger: logger}
 }
 
 // faultDocument is the JSON form of FaultState, durations as Go duration
@@ -39,6 +41,9 @@ type faultDocument struct {
 	LoseNext     int              `json:"lose_next"`
 	ResetNext    int              `json:"reset_next"`
 	HandlerDelay string           `json:"handler_delay"`
+	// CrashAfterCommit is how many requests are still to be followed by
+	// the crash hook.
+	CrashAfterCommit int `json:"crash_after_commit"`
 }
 
 type failNextDocument struct {
@@ -57,6 +62,8 @@ func newFaultDocument(s FaultState) faultDocument {
 		LoseNext:     s.LoseNext,
 		ResetNext:    s.ResetNext,
 		HandlerDelay: s.HandlerDelay.String(),
+
+		CrashAfterCommit: s.CrashAfterCommit,
 	}
 }
 
@@ -100,7 +107,7 @@ func (a *adminAPI) post(w http.ResponseWriter, r *http.Request) {
 	if !a.authorized(w, r) {
 		return
 	}
-	apply, rerr := parseFaultRequest(w, r)
+	apply, rerr := parseFaultRequest(w, r, a.crash)
 	if rerr != nil {
 		writeRequestError(w, rerr)
 		return
@@ -123,9 +130,11 @@ func (a *adminAPI) writeState(w http.ResponseWriter) {
 
 // parseFaultRequest reads a fault document such as
 // {"fail_next":{"count":3,"status":503,"retry_after":"2s"},"lose_next":1,
-// "reset_next":0,"handler_delay":"500ms"} and returns one setter per
-// member present.
-func parseFaultRequest(w http.ResponseWriter, r *http.Request) ([]func(*Faults), *requestError) {
+// "reset_next":0,"handler_delay":"500ms","crash_after_commit":1} and
+// returns one setter per member present. crash_after_commit arms crash;
+// with a nil crash only 0 (disarm) is accepted, since arming it would
+// silently turn the crash into a lost response.
+func parseFaultRequest(w http.ResponseWriter, r *http.Request, crash func()) ([]func(*Faults), *requestError) {
 	if rerr := requireJSONContentType(r); rerr != nil {
 		return nil, rerr
 	}
@@ -133,7 +142,7 @@ func parseFaultRequest(w http.ResponseWriter, r *http.Request) ([]func(*Faults),
 	if rerr != nil {
 		return nil, rerr
 	}
-	fields, rerr := decodeObject(body, "fail_next", "lose_next", "reset_next", "handler_delay")
+	fields, rerr := decodeObject(body, "fail_next", "lose_next", "reset_next", "handler_delay", "crash_after_commit")
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -165,6 +174,17 @@ func parseFaultRequest(w http.ResponseWriter, r *http.Request) ([]func(*Faults),
 			return nil, rerr
 		}
 		apply = append(apply, func(f *Faults) { f.SetHandlerDelay(d) })
+	}
+	if raw, ok := fields["crash_after_commit"]; ok {
+		n, rerr := decodeInt("crash_after_commit", raw, 0, maxFaultCount)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if n > 0 && crash == nil {
+			return nil, invalidRequest("crash_after_commit cannot be armed: this server has no crash hook " +
+				"(idem serve has one; a server built with testserver.New needs WithCrashHook)")
+		}
+		apply = append(apply, func(f *Faults) { f.CrashAfterCommit(int(n), crash) })
 	}
 	return apply, nil
 }

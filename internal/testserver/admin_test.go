@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +127,8 @@ func TestAdminRejectsBadInput(t *testing.T) {
 		"negative delay":        {body: `{"handler_delay":"-1s"}`, status: 400, detail: "handler_delay"},
 		"bad with good is none": {body: `{"lose_next":1,"reset_next":-1}`, status: 400, detail: "reset_next"},
 		"too large":             {body: `{"lose_next":1,"x":"` + strings.Repeat("x", maxAdminBody) + `"}`, status: 413},
+		"negative crash":        {body: `{"crash_after_commit":-1}`, status: 400, detail: "crash_after_commit"},
+		"crash without a hook":  {body: `{"lose_next":1,"crash_after_commit":1}`, status: 400, detail: "no crash hook"},
 	}
 	s, ts := startServer(t, WithAdminToken(testAdminToken))
 	for name, tc := range cases {
@@ -138,4 +141,49 @@ func TestAdminRejectsBadInput(t *testing.T) {
 		})
 	}
 	assert.Equal(t, FaultState{}, s.Faults().Snapshot(), "a rejected document arms nothing")
+}
+
+func TestAdminArmsCrashAfterCommitWithTheHook(t *testing.T) {
+	t.Parallel()
+	var crashes, paymentsAtCrash atomic.Int64
+	var s *Server
+	s, ts := startServer(t, WithAdminToken(testAdminToken), WithCrashHook(func() {
+		crashes.Add(1)
+		paymentsAtCrash.Store(int64(paymentCount(t, s)))
+	}))
+
+	armed := decodeFaults(t, do(t, ts.Client(), ts.URL, admin("POST", `{"crash_after_commit":2}`)))
+	assert.Equal(t, 2, armed.CrashAfterCommit)
+	assert.Equal(t, 2, s.Faults().Snapshot().CrashAfterCommit)
+
+	_, err := freshClient().Do(pay("alice", "k1").request(t, ts.URL))
+	require.Error(t, err, "no answer is written after the crash")
+	assert.Equal(t, int64(1), crashes.Load(), "the server's hook is what the fault calls")
+	assert.Equal(t, int64(1), paymentsAtCrash.Load(), "the effect was committed before the crash")
+	assert.Equal(t, 1, decodeFaults(t, do(t, ts.Client(), ts.URL, admin("GET", ""))).CrashAfterCommit)
+
+	disarmed := decodeFaults(t, do(t, ts.Client(), ts.URL, admin("POST", `{"crash_after_commit":0}`)))
+	assert.Zero(t, disarmed.CrashAfterCommit)
+	assert.Equal(t, http.StatusCreated, do(t, ts.Client(), ts.URL, pay("alice", "k2")).status)
+	assert.Equal(t, int64(1), crashes.Load())
+}
+
+// Without a crash hook the endpoint refuses to arm the crash rather than
+// arm a lost response under its name, but still shows a crash armed from
+// Go and lets it be disarmed.
+func TestAdminRefusesCrashAfterCommitWithoutAHook(t *testing.T) {
+	t.Parallel()
+	s, ts := startServer(t, WithAdminToken(testAdminToken))
+
+	r := do(t, ts.Client(), ts.URL, admin("POST", `{"crash_after_commit":1}`))
+	require.Equal(t, http.StatusBadRequest, r.status, "body: %s", r.body)
+	assert.Equal(t, ProblemInvalidRequest, r.problemType())
+	assert.Contains(t, r.problem(t).Detail, "no crash hook")
+	assert.Zero(t, s.Faults().Snapshot().CrashAfterCommit)
+
+	s.Faults().CrashAfterCommit(3, nil)
+	assert.Equal(t, 3, decodeFaults(t, do(t, ts.Client(), ts.URL, admin("GET", ""))).CrashAfterCommit)
+	disarmed := decodeFaults(t, do(t, ts.Client(), ts.URL, admin("POST", `{"crash_after_commit":0}`)))
+	assert.Zero(t, disarmed.CrashAfterCommit)
+	assert.Zero(t, s.Faults().Snapshot().CrashAfterCommit)
 }

@@ -104,9 +104,14 @@ func (m *Idempotency) release(ctx context.Context, res Reservation, log *slog.Lo
 
 // storable reports whether an answer with status is final and stored.
 // 4xx answers that mean the request was refused before it executed leave
-// the key free, so a corrected retry is not answered from the store.
+// the key free, so a corrected retry is not answered from the store. So
+// does 503, even with store5xx: it says the server could not take the
+// request on (RFC 9110 §15.6.4), and stored it would tell every retry to
+// retry again until the retention ends.
 func (m *Idempotency) storable(status int) bool {
 	switch {
+	case status == http.StatusServiceUnavailable:
+		return false
 	case status >= 500:
 		return m.cfg.store5xx
 	case status >= 400:

@@ -23,7 +23,9 @@ const (
 // Fingerprint is the hex SHA-256 over method, route and the canonical body.
 // A body that parses as JSON is canonicalised with RFC 8785 (JCS), so key
 // order, insignificant white space and number spelling do not matter;
-// anything else, including an empty body, is hashed raw. Every field is
+// anything else, including an empty body and JSON that is not I-JSON (a
+// duplicate member name, or a number an IEEE 754 double cannot hold
+// exactly, which JCS would round), is hashed raw. Every field is
 // length-prefixed and the body kind is hashed too, so field boundaries are
 // unambiguous and a raw body never collides with a JSON one.
 func Fingerprint(method, route string, body []byte) string {
@@ -41,13 +43,14 @@ func Fingerprint(method, route string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// canonicalJSON returns the JCS form of body when body is JSON.
+// canonicalJSON returns the JCS form of body when body is JSON whose JCS
+// form loses nothing.
 func canonicalJSON(body []byte) ([]byte, bool) {
 	if len(body) == 0 {
 		return nil, false
 	}
 	canonical, err := jcs.Transform(body)
-	if err != nil {
+	if err != nil || !numbersSurviveJCS(body) {
 		return nil, false
 	}
 	return canonical, true

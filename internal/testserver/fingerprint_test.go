@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"math/big"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/gowebpki/jcs"
@@ -108,11 +110,14 @@ func FuzzFingerprint(f *testing.F) {
 		if _, err := jcs.Transform([]byte(kb)); err != nil {
 			return
 		}
-		numOK := false
-		if _, err := jcs.Transform([]byte(number)); err == nil {
-			numOK = true
-		}
-		if !numOK {
+		if canonical, err := jcs.Transform([]byte(number)); err != nil {
+			number = "1"
+		} else if isNumber(number) && !sameValue(number, string(canonical)) {
+			// JCS would round this number: the body is hashed raw, so the
+			// rounded spelling is another request.
+			inexact := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, number, kb, value)
+			rounded := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, canonical, kb, value)
+			require.NotEqual(t, fp(inexact), fp(rounded), "%s vs %s", inexact, rounded)
 			number = "1"
 		}
 		ordered := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, number, kb, value)
@@ -131,10 +136,41 @@ func FuzzFingerprint(f *testing.F) {
 			require.Equal(t, fp(ordered), fp(alt), "%s vs %s", ordered, alt)
 		}
 
-		changed := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, number, kb, value+1)
-		if value < -1<<52 || value > 1<<52 {
-			return // neighbouring large integers share a float64
+		if value == 1<<63-1 {
+			return
 		}
+		changed := fmt.Sprintf(`{%s:%s,%s:%d}`, ka, number, kb, value+1)
 		require.NotEqual(t, fp(ordered), fp(changed), "a changed value must change the fingerprint")
 	})
+}
+
+// A payments API must never take two different amounts for one request:
+// numbers that IEEE 754 doubles cannot hold exactly would collapse to one
+// canonical spelling under JCS, so such bodies are fingerprinted raw.
+func TestFingerprintNeverMergesNumbersBeyondFloat64(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{
+		{`{"amount":9007199254740993}`, `{"amount":9007199254740992}`},
+		{`{"amount":12345678901234567890}`, `{"amount":12345678901234567000}`},
+		{`{"amount":0.1000000000000000000001}`, `{"amount":0.1}`},
+		{`[1e-400]`, `[0]`},
+	} {
+		assert.NotEqual(t, fp(pair[0]), fp(pair[1]), "%s vs %s", pair[0], pair[1])
+	}
+	// Exact numbers still canonicalise.
+	assert.Equal(t, fp(`{"amount":9007199254740992}`), fp(`{"amount":9007199254740992.0}`))
+	assert.Equal(t, fp(`{"n":0.1,"m":-0}`), fp(`{"m":0,"n":1e-1}`))
+}
+
+// sameValue reports whether two JSON numbers denote the same exact value.
+func sameValue(a, b string) bool {
+	ra, okA := new(big.Rat).SetString(strings.TrimSpace(a))
+	rb, okB := new(big.Rat).SetString(strings.TrimSpace(b))
+	return okA && okB && ra.Cmp(rb) == 0
+}
+
+// isNumber reports whether s, valid JSON, is a number.
+func isNumber(s string) bool {
+	_, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	return ok
 }

@@ -26,6 +26,9 @@ func TestParseKeyAccepts(t *testing.T) {
 		{`"with-\"escaped\"-quotes-and-\\"`, `with-"escaped"-quotes-and-\`},
 		{`in"side`, `in"side`},
 		{"!~", "!~"},
+		// A comma is visible ASCII: the field is an Item, not a List, so
+		// no intermediary may merge two lines into this one.
+		{"a,b", "a,b"},
 		{"x", "x"},
 		{longest, longest},
 		{quoteKey(longest), longest},
@@ -65,6 +68,7 @@ func TestParseKeyRejects(t *testing.T) {
 		"unknown escape":    {`"a\nb"`},
 		"after the quote":   {`"abc"x`},
 		"two quoted":        {`"a", "b"`},
+		"two lines merged":  {"a, b"},
 	} {
 		_, err := testserver.ParseKey(values)
 		require.Error(t, err, name)

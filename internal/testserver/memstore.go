@@ -207,13 +207,11 @@ func (s *MemoryStore) complete(rec *Record, c Completion) {
 	rec.ExpiresAt = s.now().Add(c.Retention)
 }
 
-// validateCompletion rejects a completion no store should accept.
+// validateCompletion rejects a completion the memory store cannot hold.
+// Expiries are time.Time values, so any positive retention is kept.
 func validateCompletion(c Completion) error {
-	if c.Retention <= 0 {
-		return fmt.Errorf("testserver: retention must be positive, got %v", c.Retention)
-	}
-	if c.Response.Status < 100 || c.Response.Status > 999 {
-		return fmt.Errorf("testserver: cannot store HTTP status %d", c.Response.Status)
+	if err := ValidateCompletion(c, time.Nanosecond); err != nil {
+		return fmt.Errorf("testserver: %w", err)
 	}
 	return nil
 }

@@ -15,3 +15,14 @@ func TestMemoryStoreContract(t *testing.T) {
 		return s
 	})
 }
+
+// Two handles on one memory store behave like two replicas on one
+// database: the replica cases hold for the store the tests use most.
+func TestMemoryStoreReplicas(t *testing.T) {
+	t.Parallel()
+	storetest.RunReplicas(t, func(t *testing.T) (a, b testserver.Store) {
+		s := testserver.NewMemoryStore()
+		t.Cleanup(func() { _ = s.Close() })
+		return s, s
+	})
+}

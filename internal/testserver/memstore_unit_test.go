@@ -16,9 +16,9 @@ import (
 
 var memScope = testserver.Scope{Principal: "tok", Method: http.MethodPost, Route: paymentsRoute}
 
-func newClockedStore(t *testing.T) (*testserver.MemoryStore, *manualClock) {
+func newClockedStore(t *testing.T) (*testserver.MemoryStore, *testserver.ManualClock) {
 	t.Helper()
-	clock := newManualClock()
+	clock := testserver.NewManualClock()
 	s := testserver.NewMemoryStore(testserver.WithClock(clock.Now))
 	t.Cleanup(func() { _ = s.Close() })
 	return s, clock

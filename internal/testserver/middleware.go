@@ -1,8 +1,6 @@
 package testserver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -114,7 +112,7 @@ func (m *Idempotency) requestLogger(r *http.Request, route, key string) *slog.Lo
 	if !m.cfg.logger.Enabled(r.Context(), slog.LevelError) {
 		return m.cfg.logger
 	}
-	return m.cfg.logger.With("method", r.Method, "route", route, "key_hash", keyHash(key))
+	return m.cfg.logger.With("method", r.Method, "route", route, "key_hash", KeyHash(key))
 }
 
 // readGuardedBody reads the whole body within the size limit, answering
@@ -166,11 +164,4 @@ func (m *Idempotency) replay(w http.ResponseWriter, rec *Record, log *slog.Logge
 func writeStoreUnavailable(w http.ResponseWriter) {
 	WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Idempotency store unavailable",
 		"the request was not executed; retry later", storeUnavailableRetryAfter)
-}
-
-// keyHash identifies a key in logs without revealing it: the first 8 hex
-// digits of its SHA-256.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:4])
 }

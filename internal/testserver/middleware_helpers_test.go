@@ -23,28 +23,6 @@ import (
 
 const paymentsRoute = "/v1/payments"
 
-// manualClock is a clock tests move by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -65,7 +43,7 @@ func (b *syncBuffer) String() string {
 
 // rig is the idempotency layer over a memory store with a manual clock.
 type rig struct {
-	clock *manualClock
+	clock *testserver.ManualClock
 	store *testserver.MemoryStore
 	idem  *testserver.Idempotency
 	logs  *syncBuffer
@@ -73,7 +51,7 @@ type rig struct {
 
 func newRig(t *testing.T, opts ...testserver.IdempotencyOption) *rig {
 	t.Helper()
-	clock := newManualClock()
+	clock := testserver.NewManualClock()
 	store := testserver.NewMemoryStore(testserver.WithClock(clock.Now))
 	t.Cleanup(func() { _ = store.Close() })
 	logs := &syncBuffer{}

@@ -75,7 +75,8 @@ func WithRetention(d time.Duration) IdempotencyOption {
 
 // WithStore5xx makes a 5xx answer or a panic final: it is stored and
 // replayed (Stripe v1 style). By default the key is released so a retry
-// runs the handler again.
+// runs the handler again. A 503 is never stored: it says the request was
+// not taken on.
 func WithStore5xx(store bool) IdempotencyOption {
 	return func(c *idempotencyConfig) { c.store5xx = store }
 }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -162,6 +164,11 @@ func validateMoneyRequest(fields map[string]json.RawMessage) (moneyRequest, *req
 		}
 		if n := utf8.RuneCountInString(req.Reference); n > maxReferenceLength {
 			return req, invalidRequest("reference must be at most %d characters, got %d", maxReferenceLength, n)
+		}
+		// Control characters have no place in a reference, and a NUL is
+		// more than some stores (PostgreSQL text) can hold.
+		if strings.ContainsFunc(req.Reference, unicode.IsControl) {
+			return req, invalidRequest("reference must not contain control characters")
 		}
 	}
 	return req, nil

@@ -102,6 +102,8 @@ func TestBadInputIsAProblemNeverA5xx(t *testing.T) {
 		{"long currency", body(`{"amount":1,"currency":"EURO"}`), 400, ProblemInvalidRequest, "currency"},
 		{"numeric currency", body(`{"amount":1,"currency":978}`), 400, ProblemInvalidRequest, "currency"},
 		{"reference too long", body(longRef), 400, ProblemInvalidRequest, "reference"},
+		{"reference with NUL", body(`{"amount":1,"currency":"EUR","reference":"a\u0000b"}`), 400, ProblemInvalidRequest, "control characters"},
+		{"reference with newline", body(`{"amount":1,"currency":"EUR","reference":"a\nb"}`), 400, ProblemInvalidRequest, "control characters"},
 		{"reference not a string", body(`{"amount":1,"currency":"EUR","reference":7}`), 400, ProblemInvalidRequest, "reference"},
 		{"unknown field", body(`{"amount":1,"currency":"EUR","tip":5}`), 400, ProblemInvalidRequest, `"tip"`},
 		{"field in other case", body(`{"Amount":1,"currency":"EUR"}`), 400, ProblemInvalidRequest, `"Amount"`},

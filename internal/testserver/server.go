@@ -47,6 +47,7 @@ type config struct {
 	logger        *slog.Logger
 	payoutDelay   time.Duration
 	adminToken    string
+	crash         func()
 	sweepInterval time.Duration
 }
 
@@ -71,7 +72,7 @@ func WithServerLease(d time.Duration) Option { return func(c *config) { c.lease 
 func WithServerRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
 // WithServerStore5xx makes 5xx answers final and replayed instead of
-// releasing the key.
+// releasing the key; a 503 is never final (see WithStore5xx).
 func WithServerStore5xx(store bool) Option { return func(c *config) { c.store5xx = store } }
 
 // WithServerMaxBody sets the largest request body accepted (default
@@ -90,6 +91,13 @@ func WithPayoutDelay(d time.Duration) Option { return func(c *config) { c.payout
 // "Authorization: Bearer <token>". Without it the endpoint does not
 // exist (404).
 func WithAdminToken(token string) Option { return func(c *config) { c.adminToken = token } }
+
+// WithCrashHook gives /admin/faults the function its crash_after_commit
+// fault calls after the commit (see Faults.CrashAfterCommit); the
+// command-line server passes one that kills its own process. Without it,
+// the default, the endpoint refuses to arm that fault: the library never
+// ends the process on its own.
+func WithCrashHook(crash func()) Option { return func(c *config) { c.crash = crash } }
 
 // WithSweepInterval sets how often expired keys are purged (default
 // DefaultSweepInterval).
@@ -199,7 +207,7 @@ func (s *Server) routes(cfg config) http.Handler {
 		http.MethodGet: http.HandlerFunc(api.getOperation),
 	})
 	if cfg.adminToken != "" {
-		admin := newAdminAPI(s.faults, cfg.adminToken, cfg.logger)
+		admin := newAdminAPI(s.faults, cfg.adminToken, cfg.crash, cfg.logger)
 		handleMethods(mux, adminFaultsPath, map[string]http.Handler{
 			http.MethodGet:    http.HandlerFunc(admin.get),
 			http.MethodPost:   http.HandlerFunc(admin.post),
@@ -209,7 +217,16 @@ func (s *Server) routes(cfg config) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no resource at this path", 0)
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers a "*" request target with a bare 400; every
+		// error of this server is a problem document.
+		if r.RequestURI == "*" {
+			WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Invalid request target",
+				`the request target "*" names no resource`, 0)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // handleMethods registers one handler per method on path, and a 405

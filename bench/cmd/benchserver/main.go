@@ -1,10 +1,19 @@
 // Command benchserver serves the reference server's POST /v1/payments on
-// two loopback ports, for bench/cmd/load: the whole reference server
-// (idempotency layer on) on -protected, and the same payment handler
-// without the layer on -unprotected. Both use the memory store. It runs
-// until interrupted.
+// loopback ports, for bench/cmd/load: the whole reference server
+// (idempotency layer on) once per store given with -protected, and the
+// same payment handler without the layer, on the memory store, on
+// -unprotected. It runs until interrupted.
 //
-//	go run ./bench/cmd/benchserver -protected 127.0.0.1:18080 -unprotected 127.0.0.1:18081
+//	go run ./bench/cmd/benchserver -unprotected 127.0.0.1:18081 \
+//		-protected 127.0.0.1:18080 \
+//		-protected '127.0.0.1:18082,postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//		-protected 127.0.0.1:18083,redis://127.0.0.1:6379/0
+//
+// A -protected value is an address, optionally followed by a comma and
+// the store: memory (the default), a postgres:// DSN (pgxpool settings
+// such as pool_max_conns go in the DSN) or a redis:// URL. The shared
+// stores keep their records in their own schema (idem_bench) or key
+// prefix (idem-bench:), apart from other users of the database.
 package main
 
 import (
@@ -14,12 +23,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/internal/testserver/pgstore"
+	"github.com/idemkit/idem/internal/testserver/redisstore"
 )
 
 func main() {
@@ -32,45 +45,132 @@ func main() {
 	}
 }
 
+// Where the shared stores keep the benchmark's records.
+const (
+	benchSchema = "idem_bench"
+	benchPrefix = "idem-bench:"
+)
+
+// openTimeout bounds connecting to a shared store at start.
+const openTimeout = 15 * time.Second
+
+// protectedFlag collects the -protected values.
+type protectedFlag []string
+
+func (p *protectedFlag) String() string     { return strings.Join(*p, " ") }
+func (p *protectedFlag) Set(v string) error { *p = append(*p, v); return nil }
+
+// endpoint is one listener and what it serves.
+type endpoint struct {
+	addr, what string
+	h          http.Handler
+}
+
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("benchserver", flag.ContinueOnError)
-	protectedAddr := fs.String("protected", "127.0.0.1:18080", "address of the protected server")
+	var protected protectedFlag
+	fs.Var(&protected, "protected", "`addr[,store]` of a protected server; store is memory (default), postgres://… or redis://…; repeatable")
 	unprotectedAddr := fs.String("unprotected", "127.0.0.1:18081", "address of the unprotected handler")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ref, err := testserver.New()
-	if err != nil {
-		return err
+	if len(protected) == 0 {
+		protected = protectedFlag{"127.0.0.1:18080"}
 	}
-	defer ref.Close()
-	plain := testserver.NewMemoryStore()
-	defer plain.Close()
 
-	servers := []struct {
-		addr string
-		h    http.Handler
-	}{{*protectedAddr, ref.Handler()}, {*unprotectedAddr, testserver.UnguardedPaymentsHandler(plain)}}
-	errs := make(chan error, len(servers))
-	var running []*http.Server
-	for _, s := range servers {
-		ln, err := net.Listen("tcp", s.addr)
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}()
+	plain := testserver.NewMemoryStore()
+	closers = append(closers, plain.Close)
+	endpoints := []endpoint{{*unprotectedAddr, "unprotected, memory store", testserver.UnguardedPaymentsHandler(plain)}}
+	for _, p := range protected {
+		addr, location, _ := strings.Cut(p, ",")
+		if location == "" {
+			location = "memory"
+		}
+		st, err := openStore(ctx, location)
 		if err != nil {
 			return err
 		}
-		hs := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
+		if st != nil {
+			closers = append(closers, st.Close)
+		}
+		var opts []testserver.Option
+		if st != nil {
+			opts = append(opts, testserver.WithStore(st))
+		}
+		ref, err := testserver.New(opts...)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, ref.Close)
+		endpoints = append(endpoints, endpoint{addr, "protected, " + redact(location), ref.Handler()})
+	}
+	return serve(ctx, endpoints)
+}
+
+// openStore opens the store a -protected value names; nil means the
+// reference server's own memory store.
+func openStore(ctx context.Context, location string) (testserver.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	scheme, _, _ := strings.Cut(location, "://")
+	switch strings.ToLower(scheme) {
+	case "memory":
+		return nil, nil
+	case "postgres", "postgresql":
+		st, err := pgstore.Open(ctx, location, pgstore.WithSchema(benchSchema))
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", redact(location), err)
+		}
+		return st, nil
+	case "redis", "rediss":
+		st, err := redisstore.Open(ctx, location, redisstore.WithPrefix(benchPrefix))
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", redact(location), err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("unsupported store %q: want memory, postgres://… or redis://…", redact(location))
+}
+
+// redact hides a password in a store URL.
+func redact(location string) string {
+	if u, err := url.Parse(location); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return location
+}
+
+// serve runs every endpoint until ctx ends or one of them fails.
+func serve(ctx context.Context, endpoints []endpoint) error {
+	errs := make(chan error, len(endpoints))
+	var running []*http.Server
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, hs := range running {
+			_ = hs.Shutdown(shutdownCtx)
+		}
+	}()
+	for _, e := range endpoints {
+		ln, err := net.Listen("tcp", e.addr)
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: e.h, ReadHeaderTimeout: 10 * time.Second}
 		running = append(running, hs)
-		fmt.Printf("listening on http://%s\n", ln.Addr())
+		fmt.Printf("listening on http://%s (%s)\n", ln.Addr(), e.what)
 		go func() { errs <- hs.Serve(ln) }()
 	}
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errs:
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, hs := range running {
-		_ = hs.Shutdown(shutdownCtx)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

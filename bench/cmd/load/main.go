@@ -1,9 +1,14 @@
 // Command load measures the reference server's throughput from its own
-// process: it drives POST /v1/payments on the protected and the
-// unprotected server in alternating rounds (so machine drift hits both
-// alike) and prints requests/s, medians over the rounds, and their ratio.
+// process: it drives POST /v1/payments on the unprotected server and on
+// every protected one in alternating rounds (so machine drift hits all
+// alike) and prints requests/s, medians over the rounds, and each one's
+// ratio to the unprotected server.
 //
-//	go run ./bench/cmd/load -protected http://127.0.0.1:18080 -unprotected http://127.0.0.1:18081
+//	go run ./bench/cmd/load -unprotected http://127.0.0.1:18081 \
+//		-protected memory=http://127.0.0.1:18080 -protected postgres=http://127.0.0.1:18082
+//
+// A -protected value is label=url; the label names the store in the table
+// and may itself contain '=' (a bare url is labelled "memory").
 package main
 
 import (
@@ -13,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/idemkit/idem/bench"
@@ -28,9 +34,38 @@ func main() {
 	}
 }
 
+// target is one server under load.
+type target struct{ label, url string }
+
+// targetsFlag collects the -protected values.
+type targetsFlag []target
+
+func (t *targetsFlag) String() string {
+	parts := make([]string, len(*t))
+	for i, x := range *t {
+		parts[i] = x.label + "=" + x.url
+	}
+	return strings.Join(parts, " ")
+}
+
+func (t *targetsFlag) Set(v string) error {
+	// The label ends where the URL starts, so it may hold '=' itself
+	// (say "postgres, pool_max_conns=16").
+	label, url := "memory", v
+	if i := strings.Index(v, "=http"); i >= 0 {
+		label, url = v[:i], v[i+1:]
+	}
+	if label == "" || url == "" {
+		return fmt.Errorf("want label=url, got %q", v)
+	}
+	*t = append(*t, target{label, url})
+	return nil
+}
+
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	protected := fs.String("protected", "http://127.0.0.1:18080", "base URL of the protected server")
+	var protected targetsFlag
+	fs.Var(&protected, "protected", "`label=url` of a protected server, labelled by its store; repeatable (default memory=http://127.0.0.1:18080)")
 	unprotected := fs.String("unprotected", "http://127.0.0.1:18081", "base URL of the unprotected server")
 	cfg := bench.LoadConfig{}
 	fs.IntVar(&cfg.Conns, "conns", 16, "concurrent keep-alive connections")
@@ -40,28 +75,50 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	targets := []struct{ name, url string }{{"protected", *protected}, {"unprotected", *unprotected}}
+	if *rounds < 1 {
+		return fmt.Errorf("-rounds %d: need at least 1", *rounds)
+	}
+	if len(protected) == 0 {
+		protected = targetsFlag{{"memory", "http://127.0.0.1:18080"}}
+	}
+	targets := append([]target{{"unprotected", *unprotected}}, protected...)
+
 	hc := bench.NewLoadClient(cfg.Conns)
 	for _, t := range targets {
 		if _, err := bench.RunLoad(ctx, hc, t.url+"/v1/payments", bench.LoadConfig{Conns: cfg.Conns, Duration: *warmup}); err != nil {
 			return err
 		}
 	}
-	rates := map[string][]float64{}
+	rates := make([][]float64, len(targets))
 	for range *rounds {
-		for _, t := range targets {
+		for i, t := range targets {
 			res, err := bench.RunLoad(ctx, hc, t.url+"/v1/payments", cfg)
 			if err != nil {
 				return err
 			}
-			rates[t.name] = append(rates[t.name], res.PerSecond())
+			rates[i] = append(rates[i], res.PerSecond())
 		}
 	}
-	p, u := bench.Median(rates["protected"]), bench.Median(rates["unprotected"])
-	fmt.Fprintf(out, "load: %d connections, %d alternating rounds of %s per server (medians)\n\n", cfg.Conns, *rounds, cfg.Duration)
-	fmt.Fprintln(out, "| server | requests/s | ratio to unprotected |")
-	fmt.Fprintln(out, "|---|---:|---:|")
-	fmt.Fprintf(out, "| unprotected POST /v1/payments | %.0f | 1.00 |\n", u)
-	fmt.Fprintf(out, "| protected POST /v1/payments (memory store) | %.0f | %.2f |\n", p, p/u)
+	base := bench.Median(rates[0])
+	fmt.Fprintf(out, "load: %d connections, %d alternating rounds of %s per server (medians, and the range over the rounds)\n\n", cfg.Conns, *rounds, cfg.Duration)
+	fmt.Fprintln(out, "| server | requests/s | range | ratio to unprotected |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|")
+	for i, t := range targets {
+		name := "unprotected POST /v1/payments"
+		if i > 0 {
+			name = "protected POST /v1/payments, store: " + t.label
+		}
+		med := bench.Median(rates[i])
+		lo, hi := minMax(rates[i])
+		fmt.Fprintf(out, "| %s | %.0f | %.0f–%.0f | %.2f |\n", name, med, lo, hi, med/base)
+	}
 	return nil
+}
+
+func minMax(xs []float64) (lo, hi float64) {
+	lo, hi = xs[0], xs[0]
+	for _, x := range xs[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
 }

@@ -42,7 +42,7 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 			scope.Principal, scope.Method, scope.Route, key, fingerprint, token, lease.Microseconds(),
 		).Scan(&reserved)
 		if err == nil {
-			s.logger.Debug("pgstore: key reserved", "key_hash", keyHash(key))
+			s.logger.Debug("pgstore: key reserved", "key_hash", testserver.KeyHash(key))
 			return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -119,7 +119,7 @@ func (s *Store) complete(ctx context.Context, db execer, c testserver.Completion
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", keyHash(r.Key))
+		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", testserver.KeyHash(r.Key))
 		return testserver.ErrFenced
 	}
 	return nil
@@ -132,7 +132,7 @@ func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		s.logger.Info("pgstore: stale owner fenced on release", "key_hash", keyHash(r.Key))
+		s.logger.Info("pgstore: stale owner fenced on release", "key_hash", testserver.KeyHash(r.Key))
 		return fmt.Errorf("pgstore: release: %w", testserver.ErrFenced)
 	}
 	return nil

@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 
@@ -60,12 +58,6 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
-}
-
-// keyHash is what logs show instead of an idempotency key.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
 }
 
 // table returns the quoted, schema-qualified name of one of the tables.

@@ -73,7 +73,7 @@ func (s *Store) runEffect(ctx context.Context, script *redis.Script, keys []stri
 	case "ok":
 		return nil
 	case "fenced":
-		s.logger.Info("redisstore: stale owner fenced on effect", "key_hash", keyHash(c.Reservation.Key))
+		s.logger.Info("redisstore: stale owner fenced on effect", "key_hash", testserver.KeyHash(c.Reservation.Key))
 		return testserver.ErrFenced
 	case "duplicate":
 		return errors.New("already exists")

@@ -2,40 +2,20 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
-// newPrefix returns a key prefix no other test uses and deletes every key
-// under it when the test ends, so tests running in parallel (and other
-// packages' tests on the same server) never see each other's keys.
+// newPrefix returns a key prefix of the test's own, whose keys are
+// deleted when the test ends.
 func newPrefix(tb testing.TB, rawURL string) string {
 	tb.Helper()
-	prefix := "idemtest:" + rand.Text() + ":"
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		opts, err := redis.ParseURL(rawURL)
-		if err != nil {
-			tb.Errorf("clean up %s: %v", prefix, err)
-			return
-		}
-		client := redis.NewClient(opts)
-		defer client.Close()
-		iter := client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			client.Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			tb.Errorf("clean up %s: %v", prefix, err)
-		}
-	})
-	return prefix
+	return testenv.RedisPrefix(tb, rawURL, "idemtest:")
 }
 
 // openStore opens a store under prefix, closed when the test ends.

@@ -57,9 +57,3 @@ func digest(parts ...string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
-
-// keyHash is what logs show instead of an idempotency key.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
-}

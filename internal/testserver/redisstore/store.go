@@ -80,7 +80,7 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
 	}
 	if len(reply) == 1 && reply[0] == "reserved" {
-		s.logger.Debug("redisstore: key reserved", "key_hash", keyHash(key))
+		s.logger.Debug("redisstore: key reserved", "key_hash", testserver.KeyHash(key))
 		return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 	}
 	if len(reply) == 0 || reply[0] != "existing" {
@@ -105,7 +105,7 @@ func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	if owned == 0 {
-		s.logger.Info("redisstore: stale owner fenced on complete", "key_hash", keyHash(r.Key))
+		s.logger.Info("redisstore: stale owner fenced on complete", "key_hash", testserver.KeyHash(r.Key))
 		return fmt.Errorf("redisstore: complete: %w", testserver.ErrFenced)
 	}
 	return nil
@@ -118,7 +118,7 @@ func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
 	if owned == 0 {
-		s.logger.Info("redisstore: stale owner fenced on release", "key_hash", keyHash(r.Key))
+		s.logger.Info("redisstore: stale owner fenced on release", "key_hash", testserver.KeyHash(r.Key))
 		return fmt.Errorf("redisstore: release: %w", testserver.ErrFenced)
 	}
 	return nil
