@@ -165,7 +165,10 @@ func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 	for range inProgressRounds {
 		key, body := newKey(), r.body()
 		original := outgoing{what: "original held in progress", keys: []string{key}, body: body, override: r.cfg.slowHeader}
-		duplicate := outgoing{what: "duplicate while in progress", keys: []string{key}, body: body}
+		// The duplicate carries the slow header too: whichever of the two
+		// the server reserves first is held, so the other one meets it in
+		// progress even when it overtakes the original on the way.
+		duplicate := outgoing{what: "duplicate while in progress", keys: []string{key}, body: body, override: r.cfg.slowHeader}
 
 		type answer struct {
 			e   exchange
