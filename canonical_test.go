@@ -63,3 +63,21 @@ func FuzzCanonicalJSON(f *testing.F) {
 	}
 	f.Fuzz(checkCanonicalAgainstJCS)
 }
+
+// BenchmarkCanonicalJSON compares canonicalJSON with jcs.Transform on a
+// payment body that takes the fast path.
+func BenchmarkCanonicalJSON(b *testing.B) {
+	body := []byte(`{"amount":1000,"currency":"EUR","reference":"invoice-2025-0001"}`)
+	b.Run("impl=canonicalJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			canonicalJSON(body)
+		}
+	})
+	b.Run("impl=jcs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = jcs.Transform(body)
+		}
+	})
+}

@@ -150,8 +150,9 @@ type keyLock struct {
 	refs int
 }
 
-// lock waits for the key's lock or ctx, and returns the unlock function.
-func (l *keyLocks) lock(ctx context.Context, key string) (func(), error) {
+// lock waits for the key's lock or ctx; the caller releases it with
+// unlock(key, kl).
+func (l *keyLocks) lock(ctx context.Context, key string) (*keyLock, error) {
 	l.mu.Lock()
 	if l.locks == nil {
 		l.locks = make(map[string]*keyLock)
@@ -164,20 +165,28 @@ func (l *keyLocks) lock(ctx context.Context, key string) (func(), error) {
 	kl.refs++
 	l.mu.Unlock()
 
-	release := func() {
-		l.mu.Lock()
-		kl.refs--
-		if kl.refs == 0 {
-			delete(l.locks, key)
-		}
-		l.mu.Unlock()
-	}
 	select {
 	case kl.ch <- struct{}{}:
-		return func() { <-kl.ch; release() }, nil
+		return kl, nil
 	case <-ctx.Done():
-		release()
+		l.release(key, kl)
 		return nil, ctx.Err()
+	}
+}
+
+// unlock releases the lock that lock returned for key.
+func (l *keyLocks) unlock(key string, kl *keyLock) {
+	<-kl.ch
+	l.release(key, kl)
+}
+
+// release drops one reference to kl, and kl itself with the last.
+func (l *keyLocks) release(key string, kl *keyLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kl.refs--
+	if kl.refs == 0 {
+		delete(l.locks, key)
 	}
 }
 

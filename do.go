@@ -52,11 +52,12 @@ func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
 	if in == nil || in.Key == "" {
 		return nil, errors.New("idem: Do: nil intent or intent without key")
 	}
-	unlock, err := c.locks.lock(ctx, in.Key)
+	key := in.Key
+	kl, err := c.locks.lock(ctx, key)
 	if err != nil {
-		return nil, &GiveUpError{Reason: err, Key: in.Key}
+		return nil, &GiveUpError{Reason: err, Key: key}
 	}
-	defer unlock()
+	defer c.locks.unlock(key, kl)
 	rec, err := c.store.Get(ctx, in.Key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)

@@ -59,45 +59,42 @@ func (r *sendResult) giveUp(key string) *GiveUpError {
 // budget, Retry-After and the deadline) and hands the computed wait to
 // Backoff. Its ErrorHandler keeps the last response instead of dropping it.
 func (c *Client) send(ctx context.Context, cl *call) *sendResult {
-	res := &sendResult{}
-	p := &attemptPolicy{c: c, cl: cl, res: res}
+	// One allocation holds everything a call needs: the result, the retry
+	// policy and go-retryablehttp's client and request.
+	st := &sendState{policy: attemptPolicy{c: c, cl: cl}}
+	p, res := &st.policy, &st.policy.res
 	first := cl.req.WithContext(ctx)
 	if err := c.prepareAttempt(ctx, first, cl); err != nil {
 		res.stop = err
 		return res
 	}
-	rreq := &retryablehttp.Request{Request: first}
+	st.req.Request = first
 	var body any // untyped nil: no body and no chunked encoding
 	if len(cl.body) > 0 {
 		body = cl.body
 	}
-	if err := rreq.SetBody(body); err != nil {
+	if err := st.req.SetBody(body); err != nil {
 		res.stop = err
 		return res
 	}
-	var prepareFailed bool
-	rc := &retryablehttp.Client{
-		HTTPClient: cl.client,
-		RetryMax:   c.cfg.maxAttempts - 1,
-		CheckRetry: p.check,
-		Backoff: func(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-			return p.wait
-		},
-		ErrorHandler: func(resp *http.Response, err error, _ int) (*http.Response, error) {
-			return resp, err
-		},
+	st.rc = retryablehttp.Client{
+		HTTPClient:   cl.client,
+		RetryMax:     c.cfg.maxAttempts - 1,
+		CheckRetry:   p.check,
+		Backoff:      p.backoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		PrepareRetry: func(r *http.Request) error {
 			err := c.prepareAttempt(ctx, r, cl)
-			prepareFailed = err != nil
+			st.prepareFailed = err != nil
 			return err
 		},
 	}
-	resp, err := rc.Do(rreq)
+	resp, err := st.rc.Do(&st.req)
 	res.resp = resp
 	switch {
 	case err == nil:
 		return res
-	case prepareFailed:
+	case st.prepareFailed:
 		// The last response was drained before the retry was prepared.
 		if resp != nil {
 			resp.Body.Close()
@@ -113,6 +110,14 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		}
 	}
 	return res
+}
+
+// sendState is one call's state across its attempts.
+type sendState struct {
+	policy        attemptPolicy
+	req           retryablehttp.Request
+	rc            retryablehttp.Client
+	prepareFailed bool
 }
 
 // prepareAttempt sets the headers of one attempt: the base set, the key,
@@ -155,12 +160,17 @@ func (c *Client) keyHeaderValue(key string) string {
 type attemptPolicy struct {
 	c    *Client
 	cl   *call
-	res  *sendResult
+	res  sendResult
 	wait time.Duration
 }
 
+// backoff is the Backoff of one call: the wait check computed.
+func (p *attemptPolicy) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
+	return p.wait
+}
+
 func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	res := p.res
+	res := &p.res
 	res.attempts++
 	now := p.c.cfg.now()
 	method := p.cl.req.Method

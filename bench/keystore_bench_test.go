@@ -133,3 +133,53 @@ func benchConcurrentBegin(b *testing.B, c *idem.Client, callers int) {
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "begins/s")
 }
+
+// BenchmarkBoltBatch is the ceiling group commit works against: raw bbolt
+// transactions (default options, fdatasync on commit) putting 1 or 64
+// records of a Begin's size, under random (UUIDv4) or time-ordered
+// (UUIDv7) keys. One op is one record; records/s is the throughput. A
+// commit of 64 random keys dirties about one leaf page per record, so it
+// writes and syncs far more than a commit of one; time-ordered keys share
+// leaf pages.
+func BenchmarkBoltBatch(b *testing.B) {
+	value := make([]byte, 700) // about the size of an encoded intent
+	keyGens := []struct {
+		name string
+		gen  func() (string, error)
+	}{{"v4", idem.NewKeyV4}, {"v7", idem.NewKeyV7}}
+	for _, kg := range keyGens {
+		for _, batch := range []int{1, 64} {
+			b.Run(fmt.Sprintf("keys=%s/batch=%d", kg.name, batch), func(b *testing.B) {
+				db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = db.Close() })
+				bucket := []byte("intents")
+				if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				start := time.Now()
+				for done := 0; done < b.N; done += batch {
+					err := db.Update(func(tx *bolt.Tx) error {
+						for range min(batch, b.N-done) {
+							key, err := kg.gen()
+							if err != nil {
+								return err
+							}
+							if err := tx.Bucket(bucket).Put([]byte(key), value); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+			})
+		}
+	}
+}

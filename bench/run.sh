@@ -37,12 +37,16 @@ interleaved -test.bench '^BenchmarkCall$' -test.benchtime 3000x | tee "$OUT/call
 $BENCHSTAT -col /client "$OUT/call.txt" | tee "$OUT/call.stat"
 
 echo "== keystore: lone Begin on bbolt vs one raw bbolt Update"
-interleaved -test.bench '^BenchmarkBeginFloor$' -test.benchtime 500x | tee "$OUT/floor.txt"
+interleaved -test.bench '^BenchmarkBeginFloor$' -test.benchtime 1000x | tee "$OUT/floor.txt"
 $BENCHSTAT -col /op "$OUT/floor.txt" | tee "$OUT/floor.stat"
 
 echo "== keystore: Begin throughput by concurrent callers"
-interleaved -test.bench '^BenchmarkBeginConcurrent$' -test.benchtime 2s | tee "$OUT/concurrent.txt"
+interleaved -test.bench '^BenchmarkBeginConcurrent$' -test.benchtime 1s | tee "$OUT/concurrent.txt"
 $BENCHSTAT -col /callers "$OUT/concurrent.txt" | tee "$OUT/concurrent.stat"
+
+echo "== keystore: raw bbolt commits of 1 and 64 records (the ceiling of group commit)"
+interleaved -test.bench '^BenchmarkBoltBatch$' -test.benchtime 1s | tee "$OUT/batch.txt"
+$BENCHSTAT -col /batch "$OUT/batch.txt" | tee "$OUT/batch.stat"
 
 echo "== herd (virtual clock)"
 go run ./bench/cmd/herd -seeds 9 | tee "$OUT/herd.md"
@@ -51,32 +55,37 @@ echo "== outage (real loopback HTTP)"
 go run ./bench/cmd/outage -runs 3 | tee "$OUT/outage.md"
 
 echo "== server throughput (load generator in its own process)"
-# The protected server runs once per store: memory always, Postgres and
-# Redis when a URL is given (IDEM_BENCH_POSTGRES / IDEM_BENCH_REDIS, else
-# IDEM_TEST_POSTGRES / IDEM_TEST_REDIS). Postgres runs twice: with
-# pgxpool's default pool (max(4, NumCPU) connections) and with
-# pool_max_conns=16, one per load connection.
+# The protected and the unprotected handler run once per store: memory
+# always, Postgres and Redis when a URL is given (IDEM_BENCH_POSTGRES /
+# IDEM_BENCH_REDIS, else IDEM_TEST_POSTGRES / IDEM_TEST_REDIS). Postgres
+# runs twice: with pgxpool's default pool (max(4, NumCPU) connections) and
+# with pool_max_conns=16, one per load connection.
 PG=${IDEM_BENCH_POSTGRES:-${IDEM_TEST_POSTGRES:-}}
 REDIS=${IDEM_BENCH_REDIS:-${IDEM_TEST_REDIS:-}}
 go build -o "$OUT/benchserver" ./bench/cmd/benchserver
 go build -o "$OUT/load" ./bench/cmd/load
 serve_args=(-unprotected 127.0.0.1:18081 -protected 127.0.0.1:18080)
-load_args=(-unprotected http://127.0.0.1:18081 -protected memory=http://127.0.0.1:18080)
+load_args=(-unprotected memory=http://127.0.0.1:18081 -protected memory=http://127.0.0.1:18080)
 if [ -n "$PG" ]; then
 	sep='?'; case "$PG" in *\?*) sep='&' ;; esac
-	serve_args+=(-protected "127.0.0.1:18082,$PG" -protected "127.0.0.1:18083,$PG${sep}pool_max_conns=16")
-	load_args+=(-protected "postgres (default pool)=http://127.0.0.1:18082"
-		-protected "postgres (pool_max_conns=16)=http://127.0.0.1:18083")
+	PG16="$PG${sep}pool_max_conns=16"
+	serve_args+=(-unprotected "127.0.0.1:18085,$PG" -protected "127.0.0.1:18082,$PG"
+		-unprotected "127.0.0.1:18086,$PG16" -protected "127.0.0.1:18083,$PG16")
+	load_args+=(-unprotected "postgres, default pool=http://127.0.0.1:18085"
+		-protected "postgres, default pool=http://127.0.0.1:18082"
+		-unprotected "postgres, pool_max_conns=16=http://127.0.0.1:18086"
+		-protected "postgres, pool_max_conns=16=http://127.0.0.1:18083")
 fi
 if [ -n "$REDIS" ]; then
-	serve_args+=(-protected "127.0.0.1:18084,$REDIS")
-	load_args+=(-protected "redis=http://127.0.0.1:18084")
+	serve_args+=(-unprotected "127.0.0.1:18087,$REDIS" -protected "127.0.0.1:18084,$REDIS")
+	load_args+=(-unprotected "redis=http://127.0.0.1:18087" -protected "redis=http://127.0.0.1:18084")
 fi
-"$OUT/benchserver" "${serve_args[@]}" &
+"$OUT/benchserver" "${serve_args[@]}" > "$OUT/benchserver.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-	if (exec 3<>/dev/tcp/127.0.0.1/18081) 2>/dev/null; then break; fi
+# benchserver opens every store, then listens on every port at once.
+for _ in $(seq 150); do
+	if (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null; then break; fi
 	sleep 0.1
 done
 "$OUT/load" "${load_args[@]}" -conns 16 -rounds 5 -duration 3s | tee "$OUT/server.md"

@@ -1,19 +1,20 @@
 // Command benchserver serves the reference server's POST /v1/payments on
 // loopback ports, for bench/cmd/load: the whole reference server
-// (idempotency layer on) once per store given with -protected, and the
-// same payment handler without the layer, on the memory store, on
-// -unprotected. It runs until interrupted.
+// (idempotency layer on) once per -protected store, and the same payment
+// handler without the layer once per -unprotected store. It runs until
+// interrupted.
 //
 //	go run ./bench/cmd/benchserver -unprotected 127.0.0.1:18081 \
 //		-protected 127.0.0.1:18080 \
+//		-unprotected '127.0.0.1:18085,postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		-protected '127.0.0.1:18082,postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		-protected 127.0.0.1:18083,redis://127.0.0.1:6379/0
 //
-// A -protected value is an address, optionally followed by a comma and
-// the store: memory (the default), a postgres:// DSN (pgxpool settings
-// such as pool_max_conns go in the DSN) or a redis:// URL. The shared
-// stores keep their records in their own schema (idem_bench) or key
-// prefix (idem-bench:), apart from other users of the database.
+// A -protected or -unprotected value is an address, optionally followed
+// by a comma and the store: memory (the default), a postgres:// DSN
+// (pgxpool settings such as pool_max_conns go in the DSN) or a redis://
+// URL. The shared stores keep their data in their own schema (idem_bench)
+// or key prefix (idem-bench:), apart from other users of the database.
 package main
 
 import (
@@ -54,11 +55,20 @@ const (
 // openTimeout bounds connecting to a shared store at start.
 const openTimeout = 15 * time.Second
 
-// protectedFlag collects the -protected values.
-type protectedFlag []string
+// serveFlag collects the values of a repeatable flag.
+type serveFlag []string
 
-func (p *protectedFlag) String() string     { return strings.Join(*p, " ") }
-func (p *protectedFlag) Set(v string) error { *p = append(*p, v); return nil }
+func (p *serveFlag) String() string     { return strings.Join(*p, " ") }
+func (p *serveFlag) Set(v string) error { *p = append(*p, v); return nil }
+
+// splitServe splits "addr[,store]"; the store defaults to memory.
+func splitServe(v string) (addr, location string) {
+	addr, location, _ = strings.Cut(v, ",")
+	if location == "" {
+		location = "memory"
+	}
+	return addr, location
+}
 
 // endpoint is one listener and what it serves.
 type endpoint struct {
@@ -68,14 +78,17 @@ type endpoint struct {
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("benchserver", flag.ContinueOnError)
-	var protected protectedFlag
+	var protected, unprotected serveFlag
 	fs.Var(&protected, "protected", "`addr[,store]` of a protected server; store is memory (default), postgres://… or redis://…; repeatable")
-	unprotectedAddr := fs.String("unprotected", "127.0.0.1:18081", "address of the unprotected handler")
+	fs.Var(&unprotected, "unprotected", "`addr[,store]` of the unprotected handler on that store; repeatable")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if len(protected) == 0 {
-		protected = protectedFlag{"127.0.0.1:18080"}
+		protected = serveFlag{"127.0.0.1:18080"}
+	}
+	if len(unprotected) == 0 {
+		unprotected = serveFlag{"127.0.0.1:18081"}
 	}
 
 	var closers []func() error
@@ -84,23 +97,28 @@ func run(ctx context.Context, args []string) error {
 			_ = closers[i]()
 		}
 	}()
-	plain := testserver.NewMemoryStore()
-	closers = append(closers, plain.Close)
-	endpoints := []endpoint{{*unprotectedAddr, "unprotected, memory store", testserver.UnguardedPaymentsHandler(plain)}}
-	for _, p := range protected {
-		addr, location, _ := strings.Cut(p, ",")
-		if location == "" {
-			location = "memory"
-		}
+	var endpoints []endpoint
+	for _, u := range unprotected {
+		addr, location := splitServe(u)
 		st, err := openStore(ctx, location)
 		if err != nil {
 			return err
 		}
-		if st != nil {
-			closers = append(closers, st.Close)
+		if st == nil {
+			st = testserver.NewMemoryStore()
+		}
+		closers = append(closers, st.Close)
+		endpoints = append(endpoints, endpoint{addr, "unprotected, " + redact(location), testserver.UnguardedPaymentsHandler(st)})
+	}
+	for _, p := range protected {
+		addr, location := splitServe(p)
+		st, err := openStore(ctx, location)
+		if err != nil {
+			return err
 		}
 		var opts []testserver.Option
 		if st != nil {
+			closers = append(closers, st.Close)
 			opts = append(opts, testserver.WithStore(st))
 		}
 		ref, err := testserver.New(opts...)

@@ -1,14 +1,16 @@
 // Command load measures the reference server's throughput from its own
-// process: it drives POST /v1/payments on the unprotected server and on
-// every protected one in alternating rounds (so machine drift hits all
-// alike) and prints requests/s, medians over the rounds, and each one's
-// ratio to the unprotected server.
+// process: it drives POST /v1/payments on every unprotected and protected
+// server in alternating rounds (so machine drift hits all alike) and
+// prints requests/s, medians over the rounds, and each one's ratio to the
+// first unprotected server and to the unprotected server on the same
+// store.
 //
-//	go run ./bench/cmd/load -unprotected http://127.0.0.1:18081 \
+//	go run ./bench/cmd/load -unprotected memory=http://127.0.0.1:18081 \
 //		-protected memory=http://127.0.0.1:18080 -protected postgres=http://127.0.0.1:18082
 //
-// A -protected value is label=url; the label names the store in the table
-// and may itself contain '=' (a bare url is labelled "memory").
+// A -protected or -unprotected value is label=url; the label names the
+// store in the table and may itself contain '=' (a bare url is labelled
+// "memory"). Servers with the same label are compared with each other.
 package main
 
 import (
@@ -64,9 +66,9 @@ func (t *targetsFlag) Set(v string) error {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	var protected targetsFlag
+	var protected, unprotected targetsFlag
 	fs.Var(&protected, "protected", "`label=url` of a protected server, labelled by its store; repeatable (default memory=http://127.0.0.1:18080)")
-	unprotected := fs.String("unprotected", "http://127.0.0.1:18081", "base URL of the unprotected server")
+	fs.Var(&unprotected, "unprotected", "`label=url` of an unprotected server, labelled by its store; repeatable (default memory=http://127.0.0.1:18081)")
 	cfg := bench.LoadConfig{}
 	fs.IntVar(&cfg.Conns, "conns", 16, "concurrent keep-alive connections")
 	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "length of one round")
@@ -81,7 +83,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(protected) == 0 {
 		protected = targetsFlag{{"memory", "http://127.0.0.1:18080"}}
 	}
-	targets := append([]target{{"unprotected", *unprotected}}, protected...)
+	if len(unprotected) == 0 {
+		unprotected = targetsFlag{{"memory", "http://127.0.0.1:18081"}}
+	}
+	targets := append(append([]target{}, unprotected...), protected...)
 
 	hc := bench.NewLoadClient(cfg.Conns)
 	for _, t := range targets {
@@ -99,18 +104,31 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			rates[i] = append(rates[i], res.PerSecond())
 		}
 	}
+
+	// Each server is compared with the first unprotected one (the plain
+	// handler, normally on the memory store) and, when there is one, with
+	// the unprotected handler on its own store: the cost of the
+	// idempotency layer on top of a handler that already writes there.
+	unprotectedRate := map[string]float64{}
+	for i, t := range unprotected {
+		unprotectedRate[t.label] = bench.Median(rates[i])
+	}
 	base := bench.Median(rates[0])
 	fmt.Fprintf(out, "load: %d connections, %d alternating rounds of %s per server (medians, and the range over the rounds)\n\n", cfg.Conns, *rounds, cfg.Duration)
-	fmt.Fprintln(out, "| server | requests/s | range | ratio to unprotected |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|")
+	fmt.Fprintf(out, "| server | requests/s | range | ratio to unprotected %s | ratio to unprotected, same store |\n", unprotected[0].label)
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|")
 	for i, t := range targets {
-		name := "unprotected POST /v1/payments"
-		if i > 0 {
+		name := "unprotected POST /v1/payments, store: " + t.label
+		if i >= len(unprotected) {
 			name = "protected POST /v1/payments, store: " + t.label
 		}
 		med := bench.Median(rates[i])
 		lo, hi := minMax(rates[i])
-		fmt.Fprintf(out, "| %s | %.0f | %.0f–%.0f | %.2f |\n", name, med, lo, hi, med/base)
+		same := "—"
+		if u, ok := unprotectedRate[t.label]; ok {
+			same = fmt.Sprintf("%.2f", med/u)
+		}
+		fmt.Fprintf(out, "| %s | %.0f | %.0f–%.0f | %.2f | %s |\n", name, med, lo, hi, med/base, same)
 	}
 	return nil
 }
