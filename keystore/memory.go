@@ -70,7 +70,7 @@ func (m *Memory) create(owned *Record) (*Record, bool, error) {
 		}
 	}
 	if _, ok := m.records[owned.Key]; ok {
-		return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, owned.Key)
+		return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(owned.Key))
 	}
 	m.records[owned.Key] = owned
 	if owned.Name != "" {
@@ -91,7 +91,7 @@ func (m *Memory) Get(ctx context.Context, key string) (*Record, error) {
 	}
 	r, ok := m.records[key]
 	if !ok {
-		return nil, fmt.Errorf("%w: key %s", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
 	}
 	return r.Clone(), nil
 }
@@ -141,7 +141,7 @@ func (m *Memory) update(owned *Record) error {
 	}
 	old, ok := m.records[owned.Key]
 	if !ok {
-		return fmt.Errorf("update: %w: key %s", ErrNotFound, owned.Key)
+		return fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(owned.Key))
 	}
 	if old.Name != owned.Name {
 		return nameChanged(owned.Key, old.Name, owned.Name)
