@@ -23,7 +23,7 @@ type Client struct {
 	cfg    config
 	store  keystore.Store
 	log    *slog.Logger
-	sender *http.Client // the shared pool, shielded from CloseIdleConnections
+	sender *http.Client // the shared pool, shielded from CloseIdleConnections, with intentRedirects
 
 	locks   keyLocks
 	secrets secretVault
@@ -60,11 +60,13 @@ func New(opts ...Option) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	sender := shieldedClient(cfg.httpClient)
+	sender.CheckRedirect = intentRedirects(cfg.secretHeaders, sender.CheckRedirect)
 	return &Client{
 		cfg:    cfg,
 		store:  cfg.store,
 		log:    log,
-		sender: shieldedClient(cfg.httpClient),
+		sender: sender,
 	}, nil
 }
 

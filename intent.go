@@ -3,13 +3,16 @@ package idem
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/idemkit/idem/internal/canonjson"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -97,7 +100,9 @@ func (in *Intent) refresh(r *keystore.Record) {
 //
 // Secret headers (Authorization, Proxy-Authorization, Cookie and those of
 // WithSecretHeaders) are removed from what is stored and kept in memory
-// for this process, for every attempt of this intent.
+// for this process, for every attempt of this intent; so are credentials
+// in the URL (https://user:password@host/), which are stored without
+// them and sent as Basic credentials, as net/http would.
 func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*Intent, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -113,8 +118,8 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		return nil, err
 	}
 	method := requestMethod(req)
-	url := req.URL.String()
 	header, secrets := c.splitSecrets(req.Header)
+	target, secrets := withoutURLCredentials(req.URL, secrets)
 
 	key, err := c.cfg.keyGen()
 	if err != nil {
@@ -128,10 +133,10 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		Key:         key,
 		Name:        name,
 		Method:      method,
-		URL:         url,
+		URL:         target,
 		Header:      header,
 		Body:        body,
-		Fingerprint: Fingerprint(method, url, body),
+		Fingerprint: Fingerprint(method, target, body),
 		State:       keystore.Pending,
 		CreatedAt:   now,
 		UpdatedAt:   now,
@@ -206,22 +211,47 @@ func (c *Client) Resume(ctx context.Context, key string) (*Intent, error) {
 	return intentFromRecord(rec), nil
 }
 
+// fingerprintVersion names the layout Fingerprint hashes, so a later
+// layout can never give the same digest for another payload.
+const fingerprintVersion = "idem-client-fingerprint-v2"
+
+// Body kinds, hashed as a field of their own so that a raw body never
+// collides with the canonical form of a JSON body.
+const (
+	bodyKindJSON = "json"
+	bodyKindRaw  = "raw"
+)
+
 // Fingerprint is the SHA-256 (hex) over method, URL and body that tells two
-// payloads apart. A body that parses as JSON is first put in RFC 8785
-// canonical form, so key order and white space do not matter; any other
-// body is hashed as is.
-func Fingerprint(method, url string, body []byte) string {
-	payload := body
-	if canon, ok := canonicalJSON(body); ok && len(body) > 0 {
-		payload = canon
+// payloads apart. A body that is JSON is first put in RFC 8785 canonical
+// form, so member order, white space and number spelling do not matter;
+// any other body is hashed as is, and so is JSON with a number an IEEE 754
+// double cannot hold exactly (9007199254740993, 1e-400), which the
+// canonical form would round into another amount. Every field is
+// length-prefixed and the body's kind (JSON or raw) is hashed too, so no
+// two different payloads share the bytes that are hashed.
+//
+// Intents persist their fingerprint: the layout is versioned, and
+// intents stored under an earlier layout conflict with a Begin of the
+// same name (ErrIntentConflict) instead of merging with it.
+func Fingerprint(method, target string, body []byte) string {
+	kind, payload := bodyKindRaw, body
+	if canon, isJSON := canonjson.Canonical(body); isJSON {
+		kind, payload = bodyKindJSON, canon
 	}
 	// One buffer hashed at once: cheaper than feeding a streaming digest
 	// piece by piece, for the same bytes.
-	buf := make([]byte, 0, len(method)+len(url)+2+len(payload))
-	buf = append(buf, method...)
-	buf = append(buf, 0)
-	buf = append(buf, url...)
-	buf = append(buf, 0)
+	fields := [...]string{fingerprintVersion, method, target, kind}
+	size := len(payload) + 8*(len(fields)+1)
+	for _, f := range fields {
+		size += len(f)
+	}
+	buf := make([]byte, 0, size)
+	for _, f := range fields {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+		buf = append(buf, f...)
+	}
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
 	buf = append(buf, payload...)
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
@@ -317,6 +347,28 @@ func readUpTo(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// withoutURLCredentials returns u as stored, without its user information
+// (https://user:password@host/), which is a credential like Authorization.
+// As net/http would, it turns that information into Basic credentials in
+// secrets, unless secrets already hold an Authorization.
+func withoutURLCredentials(u *url.URL, secrets http.Header) (string, http.Header) {
+	if u.User == nil {
+		return u.String(), secrets
+	}
+	if secrets.Get("Authorization") == "" {
+		password, _ := u.User.Password()
+		basic := &http.Request{Header: http.Header{}}
+		basic.SetBasicAuth(u.User.Username(), password)
+		if secrets == nil {
+			secrets = http.Header{}
+		}
+		secrets["Authorization"] = basic.Header["Authorization"]
+	}
+	bare := *u
+	bare.User = nil
+	return bare.String(), secrets
 }
 
 // splitSecrets returns h without its secret headers (and without any

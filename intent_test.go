@@ -14,10 +14,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gowebpki/jcs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/canonjson"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -176,20 +176,61 @@ func TestFingerprint(t *testing.T) {
 	assert.NotEqual(t, a, Fingerprint("POST", exampleURL, []byte(`{"a":2,"b":[1,2]}`)), "body counts")
 	assert.NotEqual(t, Fingerprint("POST", exampleURL, []byte("a=1&b=2")), Fingerprint("POST", exampleURL, []byte("b=2&a=1")), "non-JSON is raw")
 	assert.NotEqual(t, Fingerprint("POST", "ab", nil), Fingerprint("POS", "Tab", nil), "fields are separated")
+	assert.NotEqual(t, Fingerprint("POST", "u\x00", []byte("b")), Fingerprint("POST", "u", []byte("\x00b")), "a separator byte cannot shift a boundary")
 	assert.Len(t, a, 64)
 }
 
+// A raw body whose bytes equal another body's canonical form is another
+// payload: the kind of body is part of what is hashed.
+func TestFingerprintSeparatesRawFromCanonicalJSON(t *testing.T) {
+	t.Parallel()
+	// Duplicate names are not JSON for RFC 8785: hashed raw.
+	assert.NotEqual(t, Fingerprint("POST", exampleURL, []byte(`{"a":1,"a":1}`)), Fingerprint("POST", exampleURL, []byte(`{"a":1}`)))
+	// An inexact number is hashed raw, and its raw bytes are exactly the
+	// canonical form of no other body; the rounded amount stays apart.
+	assert.NotEqual(t,
+		Fingerprint("POST", exampleURL, []byte(`{"amount":9007199254740993}`)),
+		Fingerprint("POST", exampleURL, []byte(`{"amount":9007199254740992}`)))
+	assert.NotEqual(t,
+		Fingerprint("POST", exampleURL, []byte(`[1e-400]`)),
+		Fingerprint("POST", exampleURL, []byte(`[0]`)))
+}
+
+// Two amounts a double cannot tell apart are two payments: a Begin under
+// the same name with the other amount is a correction, not the same
+// intent.
+func TestBeginNeverMergesAmountsBeyondFloat64(t *testing.T) {
+	t.Parallel()
+	c := newTestClient(t)
+	mk := func(amount string) *http.Request {
+		req, err := http.NewRequest(http.MethodPost, exampleURL, strings.NewReader(`{"amount":`+amount+`,"currency":"EUR"}`))
+		require.NoError(t, err)
+		return req
+	}
+	first := begin(t, c, "order-big", mk("9007199254740993"))
+	_, err := c.Begin(context.Background(), "order-big", mk("9007199254740992"))
+	require.ErrorIs(t, err, ErrIntentConflict, "2^53+1 and 2^53 are different amounts")
+
+	again := begin(t, c, "order-big", mk("9007199254740993"))
+	assert.Equal(t, first.Key, again.Key, "the same body is the same intent")
+
+	exact := begin(t, c, "order-exact", mk("9007199254740992"))
+	respelled := begin(t, c, "order-exact", mk("9007199254740992.0"))
+	assert.Equal(t, exact.Key, respelled.Key, "an exact number may be spelled another way")
+}
+
 func FuzzFingerprint(f *testing.F) {
-	for _, seed := range []string{``, `{}`, `{"a":1}`, `[1,2,3]`, `"str"`, `1e3`, `{"b":1,"a":{"d":[true,null],"c":"é"}}`, `not json`, "\xff\xfe"} {
+	for _, seed := range []string{``, `{}`, `{"a":1}`, `[1,2,3]`, `"str"`, `1e3`, `{"b":1,"a":{"d":[true,null],"c":"é"}}`, `not json`, "\xff\xfe", `[9007199254740993]`} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		fp := Fingerprint("POST", exampleURL, []byte(body))
 		require.Len(t, fp, 64)
 		require.Equal(t, fp, Fingerprint("POST", exampleURL, []byte(body)), "deterministic")
+		require.NotEqual(t, fp, Fingerprint("PATCH", exampleURL, []byte(body)), "method counts")
 		// Re-serialising a JSON body in another order or spacing keeps it.
-		if _, err := jcs.Transform([]byte(body)); err != nil {
-			return // not JSON the canonical form accepts: hashed raw
+		if _, isJSON := canonjson.Canonical([]byte(body)); !isJSON {
+			return // not exact JSON: hashed raw, spacing included
 		}
 		dec := json.NewDecoder(strings.NewReader(body))
 		dec.UseNumber()

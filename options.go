@@ -201,8 +201,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithRequestEditor sets a function applied to every attempt just before
-// it is sent, after the stored headers and in-memory secrets. It is how a
-// process that resumes intents from Pending supplies credentials.
+// it is sent, after the stored headers and in-memory secrets, and to every
+// poll of a 202's operation. It is how a process that resumes intents from
+// Pending supplies credentials; an operation may live on another host, so
+// an editor that adds credentials should check req.URL first. What it
+// sets is never stored, and it cannot change the Idempotency-Key.
 func WithRequestEditor(fn func(ctx context.Context, req *http.Request) error) Option {
 	return func(c *config) error {
 		c.editor = fn
@@ -248,8 +251,9 @@ func WithKeyGenerator(gen func() (string, error)) Option {
 }
 
 // WithPolling bounds the polling of a 202 operation: interval is the wait
-// between polls when the server gives no Retry-After, max the longest one
-// Do call polls before returning the 202 with the intent Accepted.
+// between polls when the server gives no Retry-After, and the shortest
+// wait when it gives a smaller one; max is the longest one Do call polls
+// before returning the 202 with the intent Accepted.
 // max == 0 disables polling. Defaults 1 s and 30 s.
 func WithPolling(interval, max time.Duration) Option {
 	return func(c *config) error {

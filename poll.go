@@ -25,7 +25,8 @@ var pendingOperationStatuses = map[string]bool{
 }
 
 // poll follows an Accepted intent's operation: GET its Location (with the
-// intent's secrets and the request editor, never the payload) until the
+// request editor, and with the intent's secrets only when the operation
+// has the intent's origin; never the payload) until the
 // operation is final, honouring Retry-After and bounded by WithPolling and
 // ctx. A final operation makes the intent Succeeded with the operation's
 // final document as its stored response, which poll returns. Otherwise
@@ -80,7 +81,9 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) (final *fin
 		rec.LastError = fmt.Sprintf("polling the operation: %v", err)
 		return nil, -1
 	}
-	req.Header = c.secrets.get(rec.Key)
+	if intentURL, err := url.Parse(rec.URL); err == nil && sameOrigin(intentURL, req.URL) {
+		req.Header = c.secrets.get(rec.Key)
+	}
 	res := c.send(ctx, &call{req: req, logID: rec.Key, client: c.sender})
 	if res.stop != nil {
 		bufferLast(res.resp)
@@ -124,10 +127,12 @@ func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, fina
 }
 
 // pollWait is the server's Retry-After (capped by the ceiling), or the
-// polling interval when there is none.
+// polling interval when there is none. The interval is also the shortest
+// wait: a server answering "Retry-After: 0" on every poll must not turn
+// polling into a busy loop.
 func (c *Client) pollWait(resp *http.Response) time.Duration {
 	if hint, ok := retryAfterHint(resp, c.cfg.now(), c.cfg.raCeiling); ok {
-		return hint
+		return max(hint, c.cfg.pollInterval)
 	}
 	return c.cfg.pollInterval
 }
@@ -144,17 +149,28 @@ func operationPending(body []byte) bool {
 	return pendingOperationStatuses[strings.ToLower(doc.Status)]
 }
 
-// operationURL resolves a 202's Location against the request URL.
+// operationURL resolves a 202's Location against the request URL (RFC
+// 3986, section 5), or returns "" when there is nothing to poll: an
+// unparsable Location, or one that is not an http or https URL.
 func operationURL(requestURL, location string) string {
 	base, err := url.Parse(requestURL)
 	if err != nil {
-		return location
+		return ""
 	}
 	loc, err := url.Parse(location)
 	if err != nil {
 		return ""
 	}
-	return base.ResolveReference(loc).String()
+	op := base.ResolveReference(loc)
+	switch strings.ToLower(op.Scheme) {
+	case "http", "https":
+	default:
+		return ""
+	}
+	if op.Host == "" {
+		return ""
+	}
+	return op.String()
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether the wait ran out

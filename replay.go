@@ -38,14 +38,19 @@ func IsLocalReplay(resp *http.Response) bool {
 }
 
 // notStoredHeaders are response headers the keystore does not keep: they
-// describe one connection, or may carry credentials.
+// describe one connection, or may carry credentials. A session cookie or
+// an authentication nonce belongs to the process the server handed it
+// to; a local replay, possibly in another process after a restart, goes
+// without them.
 var notStoredHeaders = map[string]bool{
-	"Connection":        true,
-	"Keep-Alive":        true,
-	"Transfer-Encoding": true,
-	"Set-Cookie":        true,
-	"Set-Cookie2":       true,
-	"Trailer":           true,
+	"Connection":                true,
+	"Keep-Alive":                true,
+	"Transfer-Encoding":         true,
+	"Set-Cookie":                true,
+	"Set-Cookie2":               true,
+	"Trailer":                   true,
+	"Authentication-Info":       true,
+	"Proxy-Authentication-Info": true,
 }
 
 // capture reads resp's body (up to MaxBodySize is kept) and returns what

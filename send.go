@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -120,22 +121,32 @@ type sendState struct {
 	prepareFailed bool
 }
 
-// prepareAttempt sets the headers of one attempt: the base set, the key,
-// then the request editor. Each attempt gets its own header map, so an
+// prepareAttempt sets the headers of one attempt: the base set, the
+// request editor's, then the key, which the editor cannot change. Each attempt gets its own header map, so an
 // earlier attempt still being torn down never sees it change.
 func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call) error {
 	h := cl.req.Header.Clone()
 	if h == nil {
 		h = http.Header{}
 	}
-	if cl.key != "" {
-		h["Idempotency-Key"] = []string{c.keyHeaderValue(cl.key)} // the canonical name, as Set would
-	}
 	r.Header = h
 	if c.cfg.editor != nil {
 		if err := c.cfg.editor(ctx, r); err != nil {
 			return &editorError{err: err}
 		}
+	}
+	if cl.key != "" {
+		// Set last, over whatever the editor wrote under any spelling:
+		// every attempt carries the one key.
+		if r.Header == nil {
+			r.Header = http.Header{}
+		}
+		for name := range r.Header {
+			if strings.EqualFold(name, "Idempotency-Key") {
+				delete(r.Header, name)
+			}
+		}
+		r.Header["Idempotency-Key"] = []string{c.keyHeaderValue(cl.key)} // the canonical name, as Set would
 	}
 	return nil
 }

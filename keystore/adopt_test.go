@@ -3,6 +3,7 @@ package keystore_test
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,7 +17,13 @@ import (
 // adoptingStore writes through Adopter, handing over private copies, so the
 // whole contract (names, duplicates, renames, closed stores) also covers
 // the adopting paths.
-type adoptingStore struct{ *keystore.Memory }
+type adoptingStore struct{ adopterStore }
+
+// adopterStore is a store that can adopt records.
+type adopterStore interface {
+	keystore.Store
+	keystore.Adopter
+}
 
 func (s adoptingStore) Create(ctx context.Context, r *keystore.Record) (*keystore.Record, bool, error) {
 	own := r.Clone()
@@ -34,9 +41,27 @@ func (s adoptingStore) Update(ctx context.Context, r *keystore.Record) error {
 	return s.AdoptUpdate(ctx, r.Clone())
 }
 
-func TestMemoryAdoptContract(t *testing.T) {
+// adopters opens each store that implements Adopter, empty.
+var adopters = []struct {
+	name string
+	open func(t *testing.T) adopterStore
+}{
+	{"memory", func(*testing.T) adopterStore { return keystore.NewMemory() }},
+	{"bolt", func(t *testing.T) adopterStore {
+		s, err := keystore.OpenBolt(filepath.Join(t.TempDir(), "keys.db"), nil)
+		require.NoError(t, err)
+		return s
+	}},
+}
+
+func TestAdoptContract(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) keystore.Store { return adoptingStore{keystore.NewMemory()} })
+	for _, a := range adopters {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, func(t *testing.T) keystore.Store { return adoptingStore{a.open(t)} })
+		})
+	}
 }
 
 func adoptRecord(key, name string) *keystore.Record {
@@ -48,19 +73,28 @@ func adoptRecord(key, name string) *keystore.Record {
 	}
 }
 
-func TestMemoryAdoptKeepsTheRecordAndHandsOutCopies(t *testing.T) {
+func TestAdoptKeepsTheRecordAndHandsOutCopies(t *testing.T) {
 	t.Parallel()
+	for _, a := range adopters {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			testAdoptKeepsTheRecordAndHandsOutCopies(t, a.open)
+		})
+	}
+}
+
+func testAdoptKeepsTheRecordAndHandsOutCopies(t *testing.T, open func(t *testing.T) adopterStore) {
 	ctx := context.Background()
-	m := keystore.NewMemory()
-	t.Cleanup(func() { _ = m.Close() })
+	s := open(t)
+	t.Cleanup(func() { _ = s.Close() })
 
 	r := adoptRecord("k1", "order-1")
-	existing, created, err := m.AdoptCreate(ctx, r)
+	existing, created, err := s.AdoptCreate(ctx, r)
 	require.NoError(t, err)
 	require.True(t, created)
 	assert.Same(t, r, existing, "a created record is returned as given, not copied")
 
-	got, err := m.Get(ctx, "k1")
+	got, err := s.Get(ctx, "k1")
 	require.NoError(t, err)
 	assert.NotSame(t, r, got)
 	got.Header.Set("Content-Type", "scribbled")
@@ -68,7 +102,7 @@ func TestMemoryAdoptKeepsTheRecordAndHandsOutCopies(t *testing.T) {
 	assert.Equal(t, "application/json", r.Header.Get("Content-Type"), "Get hands out a copy")
 	assert.Equal(t, byte('{'), r.Body[0])
 
-	again, created, err := m.AdoptCreate(ctx, adoptRecord("k2", "order-1"))
+	again, created, err := s.AdoptCreate(ctx, adoptRecord("k2", "order-1"))
 	require.NoError(t, err)
 	assert.False(t, created, "the name is taken")
 	assert.NotSame(t, r, again, "an existing record comes back as a copy")
@@ -77,19 +111,19 @@ func TestMemoryAdoptKeepsTheRecordAndHandsOutCopies(t *testing.T) {
 	u := r.Clone()
 	u.State = keystore.Succeeded
 	u.Response = &keystore.Response{Status: 201, Body: []byte(`{}`)}
-	require.NoError(t, m.AdoptUpdate(ctx, u))
-	got, err = m.Get(ctx, "k1")
+	require.NoError(t, s.AdoptUpdate(ctx, u))
+	got, err = s.Get(ctx, "k1")
 	require.NoError(t, err)
 	assert.Equal(t, keystore.Succeeded, got.State)
 	assert.Equal(t, 201, got.Response.Status)
 
 	renamed := u.Clone()
 	renamed.Name = "order-2"
-	assert.Error(t, m.AdoptUpdate(ctx, renamed), "a name is immutable")
-	assert.ErrorIs(t, m.AdoptUpdate(ctx, adoptRecord("missing", "")), keystore.ErrNotFound)
-	_, _, err = m.AdoptCreate(ctx, adoptRecord("k1", ""))
+	assert.Error(t, s.AdoptUpdate(ctx, renamed), "a name is immutable")
+	assert.ErrorIs(t, s.AdoptUpdate(ctx, adoptRecord("missing", "")), keystore.ErrNotFound)
+	_, _, err = s.AdoptCreate(ctx, adoptRecord("k1", ""))
 	assert.ErrorIs(t, err, keystore.ErrDuplicateKey)
-	_, _, err = m.AdoptCreate(ctx, nil)
+	_, _, err = s.AdoptCreate(ctx, nil)
 	assert.Error(t, err)
-	assert.Error(t, m.AdoptUpdate(ctx, nil))
+	assert.Error(t, s.AdoptUpdate(ctx, nil))
 }

@@ -44,7 +44,10 @@ type Bolt struct {
 	closed  bool
 }
 
-var _ Store = (*Bolt)(nil)
+var (
+	_ Store   = (*Bolt)(nil)
+	_ Adopter = (*Bolt)(nil)
+)
 
 // Bounds of one Purge transaction: records deleted, records looked at.
 const (
@@ -67,7 +70,18 @@ func (b *Bolt) Path() string { return b.path }
 // check run in the same write transaction as the write, so two concurrent
 // Creates of one name store exactly one record. A key already stored is
 // ErrDuplicateKey.
-func (b *Bolt) Create(ctx context.Context, r *Record) (existing *Record, created bool, err error) {
+func (b *Bolt) Create(ctx context.Context, r *Record) (*Record, bool, error) {
+	existing, created, err := b.AdoptCreate(ctx, r)
+	if created {
+		existing = r.Clone()
+	}
+	return existing, created, err
+}
+
+// AdoptCreate is Create without the copy of r returned as existing: the
+// file holds an encoding of r, so when it creates the record existing is r
+// itself (see Adopter). b never keeps r.
+func (b *Bolt) AdoptCreate(ctx context.Context, r *Record) (existing *Record, created bool, err error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
@@ -120,7 +134,7 @@ func (b *Bolt) Create(ctx context.Context, r *Record) (existing *Record, created
 		return nil, false, err
 	}
 	if created {
-		existing = r.Clone()
+		existing = r
 	}
 	return existing, created, nil
 }
@@ -210,6 +224,12 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 		}
 		return true, nil
 	})
+}
+
+// AdoptUpdate is Update: b stores an encoding of r and never keeps r, so
+// there is no copy to save (see Adopter).
+func (b *Bolt) AdoptUpdate(ctx context.Context, r *Record) error {
+	return b.Update(ctx, r)
 }
 
 // List returns the records matching f, oldest first. A record that cannot

@@ -29,11 +29,6 @@ func TestBoltContract(t *testing.T) {
 	})
 }
 
-func TestBoltErrorsHideKeys(t *testing.T) {
-	t.Parallel()
-	storetest.AssertErrorsHideKeys(t, openBolt(t, filepath.Join(t.TempDir(), "keys.db")))
-}
-
 // openBolt opens a keystore at path and closes it when the test ends.
 func openBolt(t *testing.T, path string) *keystore.Bolt {
 	t.Helper()

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/pgpool"
 )
 
 // Defaults of PostgresOptions.
@@ -18,6 +20,12 @@ const (
 	DefaultPostgresTable          = "intents"
 	DefaultPostgresConnectTimeout = 5 * time.Second
 	DefaultPostgresPurgeBatch     = 500
+	// DefaultPostgresMaxConns is the pool size when neither MaxConns nor
+	// the DSN's pool_max_conns sets one: enough for 16 calls in flight.
+	// Calls wait on round trips and commits, not on CPUs, so pgxpool's
+	// own default, the larger of 4 and the number of CPUs, would queue
+	// concurrent Begins on a small machine.
+	DefaultPostgresMaxConns = pgpool.DefaultMaxConns
 )
 
 // PostgresOptions tune OpenPostgres. The zero value (or nil) is ready to use.
@@ -35,9 +43,8 @@ type PostgresOptions struct {
 	// the DSN sets no connect_timeout, so an unreachable server fails fast
 	// instead of hanging. Default 5 s.
 	ConnectTimeout time.Duration
-	// MaxConns caps the connection pool; 0 keeps pgxpool's default (the
-	// greater of 4 and the number of CPUs) unless the DSN sets
-	// pool_max_conns.
+	// MaxConns is the size of the connection pool. 0 takes the DSN's
+	// pool_max_conns if it sets one, else DefaultPostgresMaxConns.
 	MaxConns int32
 	// PurgeBatch is how many records one Purge statement deletes at most,
 	// so a large purge never holds locks on the whole table. Default 500.
@@ -73,16 +80,10 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := pgpool.Config(dsn, o.ConnectTimeout, o.MaxConns)
 	if err != nil {
 		// pgx's parse errors redact the password.
 		return nil, fmt.Errorf("keystore: postgres: invalid DSN: %w", err)
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
-	}
-	if o.MaxConns > 0 {
-		cfg.MaxConns = o.MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -16,12 +16,6 @@ func TestPostgresContract(t *testing.T) {
 	storetest.Run(t, postgresOpener(testenv.PostgresDSN(t)))
 }
 
-func TestPostgresErrorsHideKeys(t *testing.T) {
-	t.Parallel()
-	open := postgresOpener(testenv.PostgresDSN(t))
-	storetest.AssertErrorsHideKeys(t, open(t))
-}
-
 // postgresOpener returns a function that opens a store on dsn in a schema
 // of the calling test's own, closed when that test ends.
 func postgresOpener(dsn string) func(t *testing.T) keystore.Store {

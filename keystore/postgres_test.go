@@ -419,6 +419,15 @@ func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
 	assert.True(t, ok)
 }
 
+func TestPostgresPoolSize(t *testing.T) {
+	t.Parallel()
+	schema := newPostgresTestSchema(t)
+	p := openPostgresIn(t, schema, nil)
+	assert.Equal(t, DefaultPostgresMaxConns, p.pool.Stat().MaxConns(), "the default pool covers concurrent calls, not CPUs")
+	p = openPostgresIn(t, schema, &PostgresOptions{MaxConns: 5})
+	assert.Equal(t, int32(5), p.pool.Stat().MaxConns())
+}
+
 func TestPostgresBadOptions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

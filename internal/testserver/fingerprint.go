@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"hash"
 
-	"github.com/gowebpki/jcs"
+	"github.com/idemkit/idem/internal/canonjson"
 )
 
 // fingerprintVersion names the fingerprint layout, so a future change of
@@ -25,15 +25,16 @@ const (
 // order, insignificant white space and number spelling do not matter;
 // anything else, including an empty body and JSON that is not I-JSON (a
 // duplicate member name, or a number an IEEE 754 double cannot hold
-// exactly, which JCS would round), is hashed raw. Every field is
-// length-prefixed and the body kind is hashed too, so field boundaries are
-// unambiguous and a raw body never collides with a JSON one.
+// exactly, which JCS would round), is hashed raw; canonjson.Canonical
+// decides which. Every field is length-prefixed and the body kind is
+// hashed too, so field boundaries are unambiguous and a raw body never
+// collides with a JSON one.
 func Fingerprint(method, route string, body []byte) string {
 	h := sha256.New()
 	writeField(h, []byte(fingerprintVersion))
 	writeField(h, []byte(method))
 	writeField(h, []byte(route))
-	if canonical, ok := canonicalJSON(body); ok {
+	if canonical, isJSON := canonjson.Canonical(body); isJSON {
 		writeField(h, []byte(bodyKindJSON))
 		writeField(h, canonical)
 	} else {
@@ -41,19 +42,6 @@ func Fingerprint(method, route string, body []byte) string {
 		writeField(h, body)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// canonicalJSON returns the JCS form of body when body is JSON whose JCS
-// form loses nothing.
-func canonicalJSON(body []byte) ([]byte, bool) {
-	if len(body) == 0 {
-		return nil, false
-	}
-	canonical, err := jcs.Transform(body)
-	if err != nil || !numbersSurviveJCS(body) {
-		return nil, false
-	}
-	return canonical, true
 }
 
 // writeField writes an 8-byte big-endian length, then the field.

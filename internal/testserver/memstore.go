@@ -21,7 +21,8 @@ var errStoreClosed = errors.New("testserver: memory store is closed")
 // create-if-absent and Complete/Release a compare-and-set on the token.
 // Nothing survives the process.
 type MemoryStore struct {
-	now func() time.Time
+	now   func() time.Time
+	grace time.Duration // how long a reservation outlives its lease
 
 	mu         sync.Mutex
 	closed     bool
@@ -44,7 +45,8 @@ type storedPayment struct {
 
 // memoryConfig holds MemoryStore options.
 type memoryConfig struct {
-	now func() time.Time
+	now   func() time.Time
+	grace time.Duration
 }
 
 // MemoryOption configures a MemoryStore.
@@ -61,14 +63,27 @@ func WithClock(now func() time.Time) MemoryOption {
 	}
 }
 
+// WithReservationGrace sets how long the store keeps a reservation after
+// its lease ended (default DefaultReservationGrace) before Sweep deletes
+// it as abandoned. Until then a retry with the same payload can take it
+// over. A non-positive d keeps the default.
+func WithReservationGrace(d time.Duration) MemoryOption {
+	return func(c *memoryConfig) {
+		if d > 0 {
+			c.grace = d
+		}
+	}
+}
+
 // NewMemoryStore returns an empty in-memory Store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	cfg := memoryConfig{now: time.Now}
+	cfg := memoryConfig{now: time.Now, grace: DefaultReservationGrace}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
 	return &MemoryStore{
 		now:        cfg.now,
+		grace:      cfg.grace,
 		records:    make(map[recordID]*Record),
 		payments:   make(map[string]map[string]storedPayment),
 		operations: make(map[string]map[string]Operation),
@@ -164,7 +179,8 @@ func (s *MemoryStore) Release(ctx context.Context, r Reservation) error {
 	return nil
 }
 
-// Sweep implements Store.
+// Sweep implements Store: it deletes up to limit completed records past
+// their retention and reservations abandoned for longer than the grace.
 func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("testserver: sweep limit must be positive, got %d", limit)
@@ -179,12 +195,20 @@ func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 		if deleted == limit {
 			break
 		}
-		if rec.State == StateCompleted && !now.Before(rec.ExpiresAt) {
+		if s.sweepable(rec, now) {
 			delete(s.records, id)
 			deleted++
 		}
 	}
 	return deleted, nil
+}
+
+// sweepable reports whether Sweep may delete rec at now.
+func (s *MemoryStore) sweepable(rec *Record, now time.Time) bool {
+	if rec.State == StateCompleted {
+		return !now.Before(rec.ExpiresAt)
+	}
+	return !now.Before(rec.LeaseExpires.Add(s.grace))
 }
 
 // owned returns the record r's token owns, or ErrFenced. Callers hold mu.

@@ -2,6 +2,7 @@ package testserver_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem/internal/testserver"
 	"github.com/idemkit/idem/internal/testserver/storetest"
@@ -11,6 +12,11 @@ func TestMemoryStoreContract(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) testserver.Store {
 		s := testserver.NewMemoryStore()
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+	storetest.RunReservationGrace(t, func(t *testing.T, grace time.Duration) testserver.Store {
+		s := testserver.NewMemoryStore(testserver.WithReservationGrace(grace))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})

@@ -87,6 +87,41 @@ func TestMemoryStoreRetentionBoundary(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
+func TestMemoryStoreReservationGraceBoundary(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		opts  []testserver.MemoryOption
+		grace time.Duration
+	}{
+		"default":              {nil, testserver.DefaultReservationGrace},
+		"configured":           {[]testserver.MemoryOption{testserver.WithReservationGrace(5 * time.Minute)}, 5 * time.Minute},
+		"non-positive ignored": {[]testserver.MemoryOption{testserver.WithReservationGrace(-time.Second)}, testserver.DefaultReservationGrace},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := testserver.NewManualClock()
+			s := testserver.NewMemoryStore(append(tc.opts, testserver.WithClock(clock.Now))...)
+			t.Cleanup(func() { _ = s.Close() })
+			ctx := t.Context()
+			_, _, err := s.Reserve(ctx, memScope, "k", fp("x"), time.Minute)
+			require.NoError(t, err)
+
+			clock.Advance(time.Minute + tc.grace - time.Nanosecond)
+			n, err := s.Sweep(ctx, 10)
+			require.NoError(t, err)
+			assert.Zero(t, n, "within the grace the reservation stays")
+
+			clock.Advance(time.Nanosecond)
+			n, err = s.Sweep(ctx, 10)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "past the grace the reservation is abandoned")
+			res, _, err := s.Reserve(ctx, memScope, "k", fp("another payload"), time.Minute)
+			require.NoError(t, err)
+			assert.NotNil(t, res, "a swept key is free for any payload")
+		})
+	}
+}
+
 func TestMemoryStoreTokensAre128BitHex(t *testing.T) {
 	t.Parallel()
 	s, _ := newClockedStore(t)

@@ -18,6 +18,13 @@ var (
 	ErrNotFound = errors.New("testserver: not found")
 )
 
+// DefaultReservationGrace is how long a store keeps a reservation after
+// its lease ended, unless told otherwise: as long as DefaultRetention
+// keeps a completed record, so a client that retries within the window
+// in which it could replay a response can also take over the reservation
+// its crashed first attempt left.
+const DefaultReservationGrace = DefaultRetention
+
 // Scope names who owns an idempotency key: the principal (the bearer
 // token), the method and the route. The same key in two scopes names two
 // unrelated intents.
@@ -130,8 +137,16 @@ type Store interface {
 	// Release frees the key so a retry runs again. ErrFenced when the
 	// token no longer owns the key.
 	Release(ctx context.Context, r Reservation) error
-	// Sweep deletes up to limit completed records past their retention
-	// and returns how many it deleted.
+	// Sweep deletes up to limit records no request can need any more and
+	// returns how many it deleted. Those are completed records past their
+	// retention, and abandoned reservations: reservations whose lease
+	// ended more than the store's reservation grace ago (default
+	// DefaultReservationGrace), left by an owner that crashed and never
+	// retried with the same payload. A reservation within its lease, or
+	// whose lease ended less than the grace ago, is never deleted, so a
+	// retry with the same payload can still take it over. A store may
+	// also drop a due record by itself before any Sweep (Redis expires
+	// keys), but never earlier.
 	Sweep(ctx context.Context, limit int) (int, error)
 
 	// CreatePayment inserts p; with c non-nil it completes c's reservation

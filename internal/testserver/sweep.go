@@ -12,12 +12,13 @@ const (
 	DefaultSweepBatch    = 1000
 )
 
-// RunSweeper deletes completed records past their retention: once at
-// start, then every interval, in batches of batch (each batch is one short
-// store call, so a large backlog never holds the store for long), until
-// ctx ends. A non-positive interval or batch takes the default. Errors are
-// logged and the next round tries again; counts are logged at Debug. A nil
-// logger is silent.
+// RunSweeper deletes the records Store.Sweep finds due (completed records
+// past their retention, abandoned reservations): once at start, then
+// every interval, in batches of batch (each batch is one short store
+// call, so a large backlog never holds the store for long), until ctx
+// ends. A non-positive interval or batch takes the default. Errors are
+// logged and the next round tries again; counts are logged at Debug. A
+// nil logger is silent.
 func RunSweeper(ctx context.Context, store Store, interval time.Duration, batch int, logger *slog.Logger) {
 	if interval <= 0 {
 		interval = DefaultSweepInterval

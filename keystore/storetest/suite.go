@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"InvalidInput", testInvalidInput},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
+		{"ErrorsHideKeys", testErrorsHideKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,5 +24,13 @@
 // Open creates its tables in one schema (default "idem") if they are
 // missing, under a transaction-scoped advisory lock so replicas starting
 // together do not race on the DDL. Sweep deletes expired completed records
-// in bounded batches; run it periodically.
+// and abandoned reservations (WithReservationGrace) in bounded batches;
+// run it periodically.
+//
+// # Connections
+//
+// The pool holds 16 connections unless WithMaxConns or the DSN's
+// pool_max_conns says otherwise: each request waits on the database, not
+// on a CPU, so the pool is sized for requests in flight rather than by
+// pgxpool's CPU-based default.
 package pgstore

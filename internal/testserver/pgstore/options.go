@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+
+	"github.com/idemkit/idem/internal/testserver"
 )
 
 // DefaultSchema is the schema Open uses unless WithSchema says otherwise.
@@ -27,10 +29,11 @@ type config struct {
 	logger         *slog.Logger
 	connectTimeout time.Duration
 	maxConns       int32
+	grace          time.Duration
 }
 
 func newConfig(opts []Option) (config, error) {
-	cfg := config{schema: DefaultSchema, connectTimeout: defaultConnectTimeout}
+	cfg := config{schema: DefaultSchema, connectTimeout: defaultConnectTimeout, grace: testserver.DefaultReservationGrace}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
@@ -42,6 +45,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if cfg.maxConns < 0 {
 		return config{}, fmt.Errorf("pgstore: max connections must not be negative, got %d", cfg.maxConns)
+	}
+	if cfg.grace < time.Microsecond {
+		return config{}, fmt.Errorf("pgstore: reservation grace must be at least 1µs, got %v", cfg.grace)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -67,8 +73,19 @@ func WithConnectTimeout(d time.Duration) Option {
 	return func(c *config) { c.connectTimeout = d }
 }
 
-// WithMaxConns caps the connection pool; zero keeps pgxpool's default
-// (the larger of 4 and the number of CPUs) or the DSN's pool_max_conns.
+// WithMaxConns sets the size of the connection pool. Zero, the default,
+// takes the DSN's pool_max_conns if it sets one, else 16
+// (pgpool.DefaultMaxConns): enough for 16 requests in flight, where
+// pgxpool's own default, the larger of 4 and the number of CPUs, makes a
+// busy server's requests queue for a connection.
 func WithMaxConns(n int32) Option {
 	return func(c *config) { c.maxConns = n }
+}
+
+// WithReservationGrace sets how long a reservation stays after its lease
+// ended (default testserver.DefaultReservationGrace) before Sweep deletes
+// it as abandoned. Until then a retry with the same payload can take it
+// over. It must be at least a microsecond, the database's resolution.
+func WithReservationGrace(d time.Duration) Option {
+	return func(c *config) { c.grace = d }
 }

@@ -51,21 +51,30 @@ DELETE FROM %[1]s
 WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
   AND state = 'reserved' AND token = $5`, records),
 
-		// The batch is a materialized CTE so it is chosen once: a LIMIT
-		// subquery joined in USING may be rescanned and pick more rows.
-		// SKIP LOCKED lets concurrent sweeps (one per replica) share the
-		// work; the outer condition is checked again so a record taken
-		// over meanwhile is left alone.
+		// $1 is the batch size, $2 the reservation grace in microseconds.
+		// The batch is chosen once, in materialized CTEs: a LIMIT subquery
+		// joined in USING may be rescanned and pick more rows. Expired
+		// completed records go first, abandoned reservations fill what is
+		// left of the batch; each has its partial index. SKIP LOCKED lets
+		// concurrent sweeps (one per replica) share the work; the outer
+		// condition is checked again so a record taken over meanwhile is
+		// left alone.
 		sweep: fmt.Sprintf(`
-WITH due AS MATERIALIZED (
+WITH expired AS MATERIALIZED (
 	SELECT principal, method, route, key FROM %[1]s
 	WHERE state = 'completed' AND expires_at <= clock_timestamp()
 	ORDER BY expires_at LIMIT $1
 	FOR UPDATE SKIP LOCKED
+), abandoned AS MATERIALIZED (
+	SELECT principal, method, route, key FROM %[1]s
+	WHERE state = 'reserved' AND lease_expires <= clock_timestamp() - $2 * interval '1 microsecond'
+	ORDER BY lease_expires LIMIT $1 - (SELECT count(*) FROM expired)
+	FOR UPDATE SKIP LOCKED
 )
-DELETE FROM %[1]s AS r USING due
+DELETE FROM %[1]s AS r USING (SELECT * FROM expired UNION ALL SELECT * FROM abandoned) AS due
 WHERE r.principal = due.principal AND r.method = due.method AND r.route = due.route AND r.key = due.key
-  AND r.state = 'completed' AND r.expires_at <= clock_timestamp()`, records),
+  AND ((r.state = 'completed' AND r.expires_at <= clock_timestamp())
+    OR (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() - $2 * interval '1 microsecond'))`, records),
 
 		insertPayment: fmt.Sprintf(`
 INSERT INTO %[1]s (principal, id, amount, currency, reference, status, created)

@@ -138,15 +138,17 @@ func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
 	return nil
 }
 
-// Sweep implements testserver.Store: it deletes at most limit completed
-// records past their retention, oldest expiry first, in one statement.
-// Call it in a loop until it returns fewer than limit to drain a backlog
+// Sweep implements testserver.Store: it deletes at most limit records in
+// one statement, completed records past their retention (oldest expiry
+// first), then reservations whose lease ended more than the reservation
+// grace ago (oldest lease first), both judged by the database clock. Call
+// it in a loop until it returns fewer than limit to drain a backlog
 // without holding long locks.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("pgstore: sweep limit must be positive, got %d", limit)
 	}
-	tag, err := s.pool.Exec(ctx, s.q.sweep, limit)
+	tag, err := s.pool.Exec(ctx, s.q.sweep, limit, s.grace.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: sweep: %w", err)
 	}

@@ -44,6 +44,9 @@ CREATE TABLE IF NOT EXISTS %[1]s.idempotency_records (
 CREATE INDEX IF NOT EXISTS idempotency_records_expiry
 	ON %[1]s.idempotency_records (expires_at) WHERE state = 'completed';
 
+CREATE INDEX IF NOT EXISTS idempotency_records_lease
+	ON %[1]s.idempotency_records (lease_expires) WHERE state = 'reserved';
+
 CREATE TABLE IF NOT EXISTS %[1]s.payments (
 	principal text        NOT NULL,
 	id        text        NOT NULL,

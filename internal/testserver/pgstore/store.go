@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemkit/idem/internal/pgpool"
 	"github.com/idemkit/idem/internal/testserver"
 )
 
@@ -17,6 +19,7 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	q      queries
+	grace  time.Duration // how long Sweep leaves a reservation past its lease
 	logger *slog.Logger
 }
 
@@ -31,16 +34,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	poolCfg, err := pgxpool.ParseConfig(dsn)
+	poolCfg, err := pgpool.Config(dsn, cfg.connectTimeout, cfg.maxConns)
 	if err != nil {
 		// pgx redacts the password from the DSN it quotes.
 		return nil, fmt.Errorf("pgstore: invalid DSN: %w", err)
-	}
-	if poolCfg.ConnConfig.ConnectTimeout == 0 {
-		poolCfg.ConnConfig.ConnectTimeout = cfg.connectTimeout
-	}
-	if cfg.maxConns > 0 {
-		poolCfg.MaxConns = cfg.maxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -51,7 +48,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: open schema %q: %w", cfg.schema, err)
 	}
 	cfg.logger.Debug("pgstore opened", "schema", cfg.schema)
-	return &Store{pool: pool, q: newQueries(cfg.schema), logger: cfg.logger}, nil
+	return &Store{pool: pool, q: newQueries(cfg.schema), grace: cfg.grace, logger: cfg.logger}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be returned.

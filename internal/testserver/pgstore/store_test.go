@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/pgpool"
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/internal/testserver"
 	"github.com/idemkit/idem/internal/testserver/storetest"
@@ -25,6 +26,9 @@ func TestContract(t *testing.T) {
 	storetest.RunReplicas(t, func(t *testing.T) (a, b testserver.Store) {
 		schema := newSchema(t, dsn)
 		return openStore(t, dsn, schema), openStore(t, dsn, schema)
+	})
+	storetest.RunReservationGrace(t, func(t *testing.T, grace time.Duration) testserver.Store {
+		return openStore(t, dsn, newSchema(t, dsn), WithReservationGrace(grace))
 	})
 }
 
@@ -171,6 +175,16 @@ func TestOpenRejectsBadInput(t *testing.T) {
 			assert.Nil(t, s)
 		})
 	}
+}
+
+func TestPoolSize(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.PostgresDSN(t)
+	schema := newSchema(t, dsn)
+	s := openStore(t, dsn, schema)
+	assert.Equal(t, pgpool.DefaultMaxConns, s.pool.Stat().MaxConns(), "the default pool covers concurrent requests, not CPUs")
+	s = openStore(t, dsn, schema, WithMaxConns(5))
+	assert.Equal(t, int32(5), s.pool.Stat().MaxConns())
 }
 
 func TestRejectsBadArguments(t *testing.T) {

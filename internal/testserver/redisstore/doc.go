@@ -18,8 +18,9 @@
 //     Redis frees an expired record itself, sweep or no sweep. Completing
 //     also indexes the record by its expiry in one sorted set, which Sweep
 //     works through in batches so it can report what left the store and
-//     keep the index small. A reservation abandoned by a crashed owner
-//     expires once its lease plus WithReservationGrace have passed.
+//     keep the index small. A reservation carries an expiry, and an
+//     index entry, at the end of its lease plus WithReservationGrace, so
+//     one abandoned by a crashed owner leaves the store then.
 //
 // Redis does not roll back a script that fails halfway. Every check runs
 // before the first write, so only a write refused mid-script (out of

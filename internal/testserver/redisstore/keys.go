@@ -19,8 +19,9 @@ func (k keys) record(scope testserver.Scope, key string) string {
 	return k.prefix + "rec:" + digest(scope.Principal, scope.Method, scope.Route, key)
 }
 
-// expiries is the sorted set of completed records by the end of their
-// retention, which Sweep works through.
+// expiries is the sorted set of records by when they are due to leave
+// the store, which Sweep works through: a completed record at the end of
+// its retention, a reservation at the end of its lease plus the grace.
 func (k keys) expiries() string {
 	return k.prefix + "expiries"
 }

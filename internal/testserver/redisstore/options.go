@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemkit/idem/internal/testserver"
 )
 
 // DefaultPrefix starts every key the store writes unless WithPrefix says
@@ -12,8 +14,9 @@ import (
 const DefaultPrefix = "idem:"
 
 // DefaultReservationGrace is how long a reservation outlives its lease
-// before Redis drops it, unless WithReservationGrace says otherwise.
-const DefaultReservationGrace = 24 * time.Hour
+// before Redis drops it, unless WithReservationGrace says otherwise: the
+// same for every store, testserver.DefaultReservationGrace.
+const DefaultReservationGrace = testserver.DefaultReservationGrace
 
 // Option configures Open.
 type Option func(*config)
@@ -32,8 +35,8 @@ func newConfig(opts []Option) (config, error) {
 	if cfg.prefix == "" {
 		return config{}, errors.New("redisstore: key prefix must not be empty")
 	}
-	if cfg.grace < 0 {
-		return config{}, fmt.Errorf("redisstore: reservation grace must not be negative, got %v", cfg.grace)
+	if cfg.grace < time.Millisecond {
+		return config{}, fmt.Errorf("redisstore: reservation grace must be at least 1ms, got %v", cfg.grace)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -54,9 +57,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithReservationGrace sets how long a reservation stays in Redis after
-// its lease ran out (default DefaultReservationGrace). Until then its
-// owner may still complete it if nobody took it over; afterwards the key
-// is free again and a late completion is fenced.
+// its lease ran out (default DefaultReservationGrace). Until then a retry
+// with the same payload can take it over, and its owner may still
+// complete it if nobody did; afterwards the key is free again and a late
+// completion is fenced. It must be at least a millisecond, Redis's
+// resolution.
 func WithReservationGrace(d time.Duration) Option {
 	return func(c *config) { c.grace = d }
 }

@@ -28,9 +28,10 @@ local function complete(rec, i)
 end
 `
 
-// reserveLua: KEYS[1] record; ARGV token, lease ms, fingerprint,
-// principal, method, route, key, grace ms. Returns {'reserved'} or
-// {'existing', field, value, …}.
+// reserveLua: KEYS[1] record, KEYS[2] expiry index; ARGV token, lease
+// ms, fingerprint, principal, method, route, key, grace ms. Returns
+// {'reserved'} or {'existing', field, value, …}. A reservation expires,
+// and is indexed as due, at the end of its lease plus the grace.
 const reserveLua = luaPrelude + `
 local rec = KEYS[1]
 local now = now_ms()
@@ -50,7 +51,9 @@ local lease = now + tonumber(ARGV[2])
 redis.call('DEL', rec)
 redis.call('HSET', rec, 'state', 'reserved', 'token', ARGV[1], 'lease', lease, 'fp', ARGV[3],
 	'created', now, 'principal', ARGV[4], 'method', ARGV[5], 'route', ARGV[6], 'key', ARGV[7])
-redis.call('PEXPIREAT', rec, lease + tonumber(ARGV[8]))
+local due = lease + tonumber(ARGV[8])
+redis.call('PEXPIREAT', rec, due)
+redis.call('ZADD', KEYS[2], due, rec)
 return {'reserved'}
 `
 
@@ -62,11 +65,13 @@ complete(KEYS[1], 2)
 return 1
 `
 
-// releaseLua: KEYS[1] record; ARGV token. Returns 1, or 0 when the token
-// does not own the record.
+// releaseLua: KEYS[1] record, KEYS[2] expiry index; ARGV token. Returns
+// 1, or 0 when the token does not own the record. The record leaves the
+// index too, so Sweep never counts a released key.
 const releaseLua = luaPrelude + `
 if not owns(KEYS[1], ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], KEYS[1])
 return 1
 `
 
@@ -101,17 +106,19 @@ return 'ok'
 `
 
 // sweepLua: KEYS[1] expiry index; ARGV limit. Removes up to limit index
-// entries whose time has passed, deleting each record that is still the
-// expired completed one (Redis may have dropped it already; a record
-// taken over since is left alone), and returns how many expired records
-// left the store.
+// entries whose time has passed and deletes each record still due: a
+// completed record past its retention, or a reservation past its lease
+// (its score, the lease plus the grace, has passed too, since every
+// reservation and completion rewrites the score). Redis may have dropped
+// the record already; a record taken over since is left alone. Returns
+// how many due records left the store.
 const sweepLua = luaPrelude + `
 local now = now_ms()
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local swept = 0
 for _, rec in ipairs(due) do
-	local f = redis.call('HMGET', rec, 'state', 'expires')
-	if f[1] == 'completed' and tonumber(f[2]) <= now then
+	local f = redis.call('HMGET', rec, 'state', 'expires', 'lease')
+	if (f[1] == 'completed' and tonumber(f[2]) <= now) or (f[1] == 'reserved' and tonumber(f[3]) <= now) then
 		redis.call('DEL', rec)
 		swept = swept + 1
 	elseif not f[1] then

@@ -73,7 +73,7 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 		return nil, nil, fmt.Errorf("redisstore: lease must be at least 1ms, got %v", lease)
 	}
 	token := rand.Text()
-	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key)},
+	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries()},
 		token, lease.Milliseconds(), fingerprint, scope.Principal, scope.Method, scope.Route, key, s.grace.Milliseconds(),
 	).Slice()
 	if err != nil {
@@ -113,7 +113,7 @@ func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
 
 // Release implements testserver.Store.
 func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
-	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key)}, r.Token).Int64()
+	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries()}, r.Token).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
@@ -125,12 +125,13 @@ func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
 }
 
 // Sweep implements testserver.Store. Redis itself drops a completed record
-// when its retention ends (PEXPIREAT), so the memory comes back without
-// Sweep; what Sweep does is work through the expiry index, removing up to
-// limit entries that are due and deleting any such record Redis has not
-// dropped yet. It returns how many expired records left the store,
-// counting those Redis dropped first. Run it periodically, as with any
-// store, or the index keeps an entry per key ever completed.
+// when its retention ends and a reservation when its lease plus the grace
+// has passed (PEXPIREAT), so the memory comes back without Sweep; what
+// Sweep does is work through the expiry index, removing up to limit
+// entries that are due and deleting any such record Redis has not dropped
+// yet. It returns how many due records left the store, counting those
+// Redis dropped first. Run it periodically, as with any store, or the
+// index keeps an entry per key ever reserved.
 func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("redisstore: sweep limit must be positive, got %d", limit)

@@ -1,28 +1,9 @@
-package idem
+package canonjson
 
 import (
 	"bytes"
 	"slices"
-
-	"github.com/gowebpki/jcs"
 )
-
-// canonicalJSON returns the RFC 8785 canonical form of body, or ok=false
-// when body is not JSON that jcs.Transform accepts.
-//
-// Payment-style bodies (ASCII strings without escapes, integers, true,
-// false, null) take a fast path whose canonical form is simply the
-// document without white space and with object members sorted by name.
-// Everything else (fractions, exponents, escapes, non-ASCII text, deep
-// nesting, duplicate names, anything malformed) goes to jcs.Transform, so
-// the result is always exactly what jcs.Transform gives.
-func canonicalJSON(body []byte) (canon []byte, ok bool) {
-	if out, fast := fastCanonical(body); fast {
-		return out, true
-	}
-	out, err := jcs.Transform(body)
-	return out, err == nil
-}
 
 // fastCanonicalDepth bounds the nesting the fast path follows; deeper
 // documents are left to jcs.Transform.
@@ -34,7 +15,7 @@ const fastCanonicalDepth = 32
 const maxFastIntegerDigits = 15
 
 // fastCanonical canonicalises the simple subset of JSON described at
-// canonicalJSON, or reports ok=false for anything outside it (which is
+// Canonical, or reports ok=false for anything outside it (which is
 // not necessarily invalid JSON).
 func fastCanonical(body []byte) ([]byte, bool) {
 	p := fastParser{in: body, out: make([]byte, 0, len(body))}

@@ -1,4 +1,4 @@
-package testserver
+package canonjson
 
 import (
 	"math/big"

@@ -1,0 +1,66 @@
+package idem
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxRedirects is how many redirects one attempt follows, as net/http's
+// default policy.
+const maxRedirects = 10
+
+// intentRedirects is the redirect policy of the client that sends intents
+// and polls operations, applied before the caller's own CheckRedirect:
+//
+//   - A 307 or 308 is followed with the same method, body and key (net/http
+//     copies the headers): the key keeps the resend safe.
+//   - A 301, 302 or 303 answering a non-idempotent request is not followed:
+//     net/http would turn the POST into a GET of the Location, and the
+//     GET's answer would be stored as the POST's, a payment never made
+//     reported as made. The 3xx is the answer, a final one with its
+//     Location, and the POST is never resent.
+//   - A redirect to another origin (scheme, host or port) carries no secret
+//     header: net/http strips Authorization and Cookie on its own only
+//     across domains, and knows nothing of the headers marked secret.
+func intentRedirects(secret map[string]bool, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0]
+		if req.Method != first.Method && !isIdempotentMethod(first.Method) {
+			return http.ErrUseLastResponse
+		}
+		if !sameOrigin(first.URL, req.URL) {
+			for name := range req.Header {
+				if secret[http.CanonicalHeaderKey(name)] {
+					delete(req.Header, name)
+				}
+			}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return errors.New("idem: stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b share scheme, host and port (RFC 6454),
+// with default ports made explicit.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		effectivePort(a) == effectivePort(b)
+}
+
+func effectivePort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
