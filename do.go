@@ -24,12 +24,36 @@ import (
 //     allows, and the answer stored.
 //
 // Answers: a 2xx returns the response with nil error and the intent
-// Succeeded. A 202 with Location is polled until the operation is final
-// (then Succeeded, and the response is the operation's final document)
-// or until the polling bound (then Accepted, and the response is the 202
-// with nil error). A 422 /key-reused returns the response and an error
+// Succeeded. A 422 /key-reused returns the response and an error
 // matching ErrKeyReused; another final 4xx, 501 or 505 the response and
 // ErrFinalFailure; the intent is then Failed.
+//
+// A 202 with Location makes the intent Accepted, and its operation is
+// polled (GET, bounded by WithPolling and ctx); the original request is
+// never sent again. What the operation answers decides:
+//
+//   - A 2xx whose document is final: the intent is Succeeded and the
+//     response is that document.
+//   - A 202, or a 2xx whose status says pending ("pending", "processing",
+//     ...): polled again; at the bound the intent stays Accepted and the
+//     response is the 202, with a nil error.
+//   - 404 or 410 within WithOperationGrace of the 202: taken for a server
+//     that does not show the operation yet, and polled again. Later: the
+//     operation is gone, the intent Failed with that answer stored, and
+//     the error matches ErrOperationGone.
+//   - Another 4xx, except 401, 403 and 407 (credentials, which a process
+//     resuming after a restart may lack) and the retryable 408, 425 and
+//     429: the intent is Failed with that answer and ErrFinalFailure.
+//   - No answer about the operation (transport errors and 5xx after the
+//     retries, 401, 403, 407, polling disabled, no usable Location):
+//     polling stops for this call, the intent stays Accepted with
+//     LastError set and the response is the 202, with a nil error.
+//
+// An accepted intent whose 202 is older than the retention (WithRetention)
+// becomes Expired, with an error matching ErrKeyExpired, when the poll
+// finds its operation gone or gets no answer: the server may have
+// forgotten the operation with the key. An operation the server still
+// reports pending, or final, is followed whatever its age.
 //
 // When Do gives up (attempts, budget, a wait beyond ctx's deadline, ctx
 // itself) the intent stays Pending, resumable with the same key, and the
@@ -90,21 +114,23 @@ func (c *Client) settleRecord(ctx context.Context, rec *keystore.Record) (*http.
 		return nil, fmt.Errorf("idem: intent (key hash %s) has unknown state %q", keyHash(rec.Key), rec.State)
 	}
 	if age := c.cfg.now().Sub(rec.CreatedAt); age > c.cfg.retention {
-		return nil, c.expire(ctx, rec)
+		return nil, c.expire(ctx, rec, fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention), 0)
 	}
 	return c.sendPending(ctx, rec)
 }
 
-// expire marks a pending intent Expired: the server may have forgotten its
-// key, so a resend could duplicate the effect.
-func (c *Client) expire(ctx context.Context, rec *keystore.Record) error {
+// expire marks an unsettled intent Expired, why being the record's last
+// error and lastStatus the last status seen (0 if none): the server may
+// have forgotten its key, or its operation, so only a reconciliation by
+// hand can tell what happened.
+func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, lastStatus int) error {
 	rec.State = Expired
 	rec.UpdatedAt = c.cfg.now()
-	rec.LastError = fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention)
-	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key}
+	rec.LastError = why
+	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
 	c.secrets.forget(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
-	if err := c.store.Update(ctx, rec); err != nil {
+	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
 	}
 	return ge
@@ -115,6 +141,9 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
+	}
+	if rec.Host != "" {
+		req.Host = rec.Host
 	}
 	// The template's header is only read (every attempt clones it), so
 	// it may share its value slices with the record and the secrets.
@@ -159,6 +188,7 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 		rec.State = Succeeded
 	case outcomeAccepted:
 		rec.State = Accepted
+		rec.AcceptedAt = rec.UpdatedAt
 		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
 	case outcomeKeyReused:
 		rec.State = Failed
@@ -241,7 +271,11 @@ func (c *Client) failedError(rec *keystore.Record) error {
 		return ge
 	}
 	ge.LastStatus = rec.Response.Status
-	if classify(rec.Method, true, storedResponse(rec.Response, nil, false), nil) == outcomeKeyReused {
+	switch {
+	case rec.Operation != "" && operationGoneStatus(rec.Response.Status):
+		// Only polling stores an answer after a 202 set the operation.
+		ge.Reason = ErrOperationGone
+	case classify(rec.Method, true, storedResponse(rec.Response, nil, false), nil) == outcomeKeyReused:
 		ge.Reason = ErrKeyReused
 	}
 	return ge
@@ -255,5 +289,8 @@ func recordRequest(rec *keystore.Record) *http.Request {
 		return nil
 	}
 	req.Header = rec.Header.Clone()
+	if rec.Host != "" {
+		req.Host = rec.Host
+	}
 	return req
 }

@@ -33,9 +33,25 @@
 // multiplying load. The answer is stored, so a later Do on a settled
 // intent replays it locally without the network (IsReplay).
 //
-// A 202 with a Location is polled (bounded by WithPolling) until the
-// operation is final; if it is not final in time the intent is Accepted
-// and a later Do polls again, never resending.
+// A 202 with a Location makes the intent Accepted: the original request is
+// never sent again, and its operation (the Location) is polled, bounded by
+// WithPolling, until it is final. A final document makes the intent
+// Succeeded; an operation still pending leaves it Accepted, and a later Do
+// polls again. An operation that answers 404 or 410 once its 202 is older
+// than WithOperationGrace (a server may take a moment to show a new
+// operation) is gone: the intent is Failed with ErrOperationGone. Any other
+// final 4xx makes it Failed with ErrFinalFailure, except 401, 403 and 407,
+// which say the poll lacked credentials. Supply them after a restart
+// through WithRequestEditor: a server that hides an operation from a
+// caller without them behind a 404 would make it look gone. An accepted intent whose 202 is older than
+// the retention, and whose operation is gone or gives no answer, is
+// Expired; one the server still reports pending is followed whatever its
+// age. So no intent stays Accepted, and listed by Pending, for ever unless
+// the server keeps saying it is pending.
+//
+// A Host given to Begin (req.Host, a virtual host reached through another
+// address) is stored with the intent and sent on every attempt, after a
+// restart too.
 //
 // After a crash, Pending lists the intents not settled yet and Do resumes
 // each with its original key; the server replays what already happened.
@@ -57,10 +73,14 @@
 //     RetryAfter carries the server's hint.
 //   - ErrOutcomeUnknown: also matched whenever an attempt may have taken
 //     effect; the intent stays Pending and a resume settles it.
-//   - ErrKeyExpired: the intent is older than the server's retention; it
-//     is not resent, reconcile it by hand.
+//   - ErrKeyExpired: the intent is older than the server's retention (or
+//     its 202 is, and the operation is gone or silent); it is not resent,
+//     reconcile it by hand.
 //   - ErrKeyReused, ErrFinalFailure: the server's final refusal; the
 //     intent is Failed and the response comes back with the error.
+//   - ErrOperationGone: an accepted intent's operation answered 404 or
+//     410 after the grace; the intent is Failed with that answer, and what
+//     became of the request is for a reconciliation to find out.
 //
 // ErrIntentConflict comes from Begin, ErrInvalidRequest from a request
 // that cannot be sent, ErrLocked from a keystore another process holds,
@@ -71,7 +91,8 @@
 // In-memory keystore (use WithBoltStore or WithStore to survive restarts),
 // 5 attempts per call, backoff base 100 ms and cap 10 s, Retry-After
 // ceiling 60 s, a budget of 100 retries refilled by 0.1 per success, key
-// retention 24 h, polling every 1 s for at most 30 s, a pooled HTTP client
+// retention 24 h, polling every 1 s for at most 30 s, a 1 min grace for an
+// operation not found yet, a pooled HTTP client
 // with a 30 s per-attempt timeout, and no logging. When a logger is given,
 // keys appear only as a short hash and bodies never.
 package idem

@@ -31,6 +31,12 @@ var (
 	// ErrFinalFailure: the server gave a final non-2xx answer (a 4xx other
 	// than 409 in-progress and 422 key-reused, 501, 505).
 	ErrFinalFailure = errors.New("idem: final failure response")
+	// ErrOperationGone: the operation of an accepted intent (the Location
+	// of its 202) answered 404 or 410 after WithOperationGrace: the server
+	// no longer knows it, so its outcome cannot be learnt from the server.
+	// The intent is Failed with that answer stored and is never resent nor
+	// polled again; reconcile it by hand.
+	ErrOperationGone = errors.New("idem: the accepted operation is gone from the server; reconcile it")
 	// ErrRetriesExhausted: every attempt allowed was made without a final
 	// answer.
 	ErrRetriesExhausted = errors.New("idem: retries exhausted")

@@ -30,12 +30,15 @@ const (
 	// Succeeded: a 2xx answer is stored; Do replays it locally.
 	Succeeded = keystore.Succeeded
 	// Accepted: the server answered 202 and the operation has not been
-	// seen final yet; Do polls it again, never resends.
+	// seen final yet; Do polls it again, never resends (see Client.Do for
+	// how polling ends).
 	Accepted = keystore.Accepted
-	// Failed: a final non-2xx answer is stored; Do replays it locally.
+	// Failed: a final non-2xx answer is stored (the request's, or its
+	// operation's); Do replays it locally.
 	Failed = keystore.Failed
-	// Expired: older than the server's retention while unsettled; never
-	// resent, to be reconciled by hand.
+	// Expired: older than the server's retention while unsettled (or
+	// accepted that long ago, with its operation gone or silent); never
+	// resent nor polled, to be reconciled by hand.
 	Expired = keystore.Expired
 )
 
@@ -52,6 +55,9 @@ type Intent struct {
 	State State
 	// Method and URL say what request the intent sends.
 	Method, URL string
+	// Host is the Host header every attempt sends when it differs from the
+	// URL's host (the request's Host given to Begin), "" otherwise.
+	Host string
 	// Fingerprint is the SHA-256 of method, URL and canonical body, hex.
 	Fingerprint string
 	// CreatedAt is when Begin created the intent; UpdatedAt its last change.
@@ -60,6 +66,8 @@ type Intent struct {
 	Attempts int
 	// Operation is the Location of a 202's operation, "" if none.
 	Operation string
+	// AcceptedAt is when the 202 arrived, zero if none did.
+	AcceptedAt time.Time
 	// LastError describes the last failure, "" if none.
 	LastError string
 }
@@ -81,11 +89,13 @@ func (in *Intent) refresh(r *keystore.Record) {
 	in.State = r.State
 	in.Method = r.Method
 	in.URL = r.URL
+	in.Host = r.Host
 	in.Fingerprint = r.Fingerprint
 	in.CreatedAt = r.CreatedAt
 	in.UpdatedAt = r.UpdatedAt
 	in.Attempts = r.Attempts
 	in.Operation = r.Operation
+	in.AcceptedAt = r.AcceptedAt
 	in.LastError = r.LastError
 }
 
@@ -95,8 +105,13 @@ func (in *Intent) refresh(r *keystore.Record) {
 //
 // A non-empty name makes Begin idempotent itself: the same name and the
 // same payload return the existing intent with its key (after a restart
-// too); the same name with a different payload fails with
-// ErrIntentConflict. An empty name always starts a new intent.
+// too); the same name with a different payload, or a different Host,
+// fails with ErrIntentConflict. An empty name always starts a new intent.
+//
+// A req.Host other than the URL's host (a virtual host reached through
+// another address) is stored with the intent and sent on every attempt,
+// after a restart too, and on the polls of an operation on the intent's
+// origin.
 //
 // Secret headers (Authorization, Proxy-Authorization, Cookie and those of
 // WithSecretHeaders) are removed from what is stored and kept in memory
@@ -118,6 +133,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		return nil, err
 	}
 	method := requestMethod(req)
+	host := hostOverride(req)
 	header, secrets := c.splitSecrets(req.Header)
 	target, secrets := withoutURLCredentials(req.URL, secrets)
 
@@ -134,6 +150,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		Name:        name,
 		Method:      method,
 		URL:         target,
+		Host:        host,
 		Header:      header,
 		Body:        body,
 		Fingerprint: Fingerprint(method, target, body),
@@ -148,7 +165,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		return nil, fmt.Errorf("idem: persisting intent: %w", err)
 	}
 	if !created {
-		if existing.Fingerprint != rec.Fingerprint {
+		if existing.Fingerprint != rec.Fingerprint || existing.Host != rec.Host {
 			return nil, fmt.Errorf("%w: %q", ErrIntentConflict, name)
 		}
 		rec = existing
@@ -180,7 +197,7 @@ func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
 
 // Pending returns the intents that are not settled yet, oldest first:
 // Pending ones (Do sends them with their key) and Accepted ones (Do polls
-// their operation). Secrets are not stored, so a process resuming them
+// their operation, until it is final, gone, or silent past the retention). Secrets are not stored, so a process resuming them
 // after a restart supplies credentials through WithRequestEditor or a
 // fresh Begin with the same name.
 func (c *Client) Pending(ctx context.Context) ([]*Intent, error) {
@@ -274,7 +291,35 @@ func checkRequest(req *http.Request) error {
 	if req.URL.Host == "" {
 		return fmt.Errorf("%w: URL has no host", ErrInvalidRequest)
 	}
+	if !validHost(req.Host) {
+		return fmt.Errorf("%w: invalid Host %q (need a host[:port] in ASCII; punycode for international names)", ErrInvalidRequest, req.Host)
+	}
 	return nil
+}
+
+// hostOverride is the Host req sends when it is not the URL's own, ""
+// when it is.
+func hostOverride(req *http.Request) string {
+	if req.Host == req.URL.Host {
+		return ""
+	}
+	return req.Host
+}
+
+// validHost reports whether h may be sent as a Host header: the bytes
+// net/http accepts (RFC 3986 reg-name, IP literals, a port), so a bad
+// override fails Begin instead of every attempt.
+func validHost(h string) bool {
+	for i := range len(h) {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func requestMethod(req *http.Request) string {

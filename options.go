@@ -25,6 +25,9 @@ const (
 	// DefaultPollMax bounds how long one Do call polls a 202 operation
 	// before handing back "accepted".
 	DefaultPollMax = 30 * time.Second
+	// DefaultOperationGrace is how long after a 202 a 404 or 410 from its
+	// operation is taken for a server that has not caught up yet.
+	DefaultOperationGrace = time.Minute
 	// DefaultAttemptTimeout bounds one attempt of the default HTTP client.
 	DefaultAttemptTimeout = 30 * time.Second
 )
@@ -55,6 +58,7 @@ type config struct {
 	keyGen        func() (string, error)
 	pollInterval  time.Duration
 	pollMax       time.Duration
+	opGrace       time.Duration
 	now           func() time.Time
 	claims        claimConfig
 }
@@ -74,6 +78,7 @@ func defaultConfig() config {
 		keyGen:       NewKeyV4,
 		pollInterval: DefaultPollInterval,
 		pollMax:      DefaultPollMax,
+		opGrace:      DefaultOperationGrace,
 		now:          time.Now,
 		claims:       defaultClaimConfig(),
 	}
@@ -180,7 +185,9 @@ func WithBudget(b *Budget) Option {
 }
 
 // WithRetention sets the server's key retention. A pending intent older
-// than this is marked Expired and never resent. Default 24 h.
+// than this is marked Expired and never resent; so is an accepted one
+// whose 202 is older than this when its operation gives no answer or is
+// gone (see Client.Do). Default 24 h.
 func WithRetention(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -204,7 +211,9 @@ func WithLogger(l *slog.Logger) Option {
 // it is sent, after the stored headers and in-memory secrets, and to every
 // poll of a 202's operation. It is how a process that resumes intents from
 // Pending supplies credentials; an operation may live on another host, so
-// an editor that adds credentials should check req.URL first. What it
+// an editor that adds credentials should check req.URL first. Polls need
+// them too: an operation polled without them may answer 404, which after
+// WithOperationGrace makes the intent Failed with ErrOperationGone. What it
 // sets is never stored, and it cannot change the Idempotency-Key.
 func WithRequestEditor(fn func(ctx context.Context, req *http.Request) error) Option {
 	return func(c *config) error {
@@ -262,6 +271,22 @@ func WithPolling(interval, max time.Duration) Option {
 		}
 		c.pollInterval = interval
 		c.pollMax = max
+		return nil
+	}
+}
+
+// WithOperationGrace sets how long after a 202 a 404 or 410 from its
+// operation (the 202's Location) is taken for a server that does not show
+// the new operation yet (a replica behind, a cache) and polled again,
+// rather than for an operation that is gone (ErrOperationGone). The
+// grace runs from the 202's arrival. Default DefaultOperationGrace; 0
+// believes the first 404 or 410.
+func WithOperationGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("idem: WithOperationGrace(%s): need a duration >= 0", d)
+		}
+		c.opGrace = d
 		return nil
 	}
 }

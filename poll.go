@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -24,45 +25,74 @@ var pendingOperationStatuses = map[string]bool{
 	"accepted":    true,
 }
 
-// poll follows an Accepted intent's operation: GET its Location (with the
-// request editor, and with the intent's secrets only when the operation
-// has the intent's origin; never the payload) until the
-// operation is final, honouring Retry-After and bounded by WithPolling and
-// ctx. A final operation makes the intent Succeeded with the operation's
-// final document as its stored response, which poll returns. Otherwise
-// the intent stays Accepted and poll returns the stored 202 with a nil
-// error: the server has the request, only its result is not known yet.
-// fresh says the 202 came from the network in this call (so it is not
-// marked as a local replay).
+// poll follows an Accepted intent's operation as Do documents it: GET its
+// Location (with the request editor, and with the intent's secrets and
+// Host only when the operation has the intent's origin; never the
+// payload) until the operation is final, honouring Retry-After and
+// bounded by WithPolling and ctx, then stores what came of it. fresh says
+// the 202 came from the network in this call (so it is not marked as a
+// local replay).
 func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*http.Response, error) {
-	accepted := func() (*http.Response, error) {
-		return storedResponse(rec.Response, recordRequest(rec), !fresh), nil
-	}
-	if rec.Operation == "" || c.cfg.pollMax == 0 || rec.Response == nil {
-		return accepted()
-	}
-	pctx, cancel := context.WithTimeout(ctx, c.cfg.pollMax)
-	defer cancel()
-
-	wait := c.pollWait(storedResponse(rec.Response, nil, false))
-	for {
-		if !sleepCtx(pctx, wait) {
-			break
+	ans := c.followOperation(ctx, rec)
+	switch ans.verdict {
+	case verdictDone:
+		return c.settleOperation(ctx, rec, Succeeded, ans, nil)
+	case verdictFailed:
+		return c.settleOperation(ctx, rec, Failed, ans, ErrFinalFailure)
+	case verdictGone:
+		if c.pastRetention(rec) {
+			return nil, c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation is gone (status %d); reconcile it", c.cfg.retention, ans.status), ans.status)
 		}
-		final, next := c.pollOnce(pctx, rec)
-		if final != nil {
-			return c.settleOperation(ctx, rec, final)
+		c.log.WarnContext(ctx, "idem: accepted operation is gone; reconcile it", "key", keyHash(rec.Key), "status", ans.status)
+		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationGone)
+	case verdictSilent:
+		// A call whose ctx ended learnt nothing about the operation.
+		if ctx.Err() == nil && c.pastRetention(rec) {
+			return nil, c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation gives no answer; reconcile it", c.cfg.retention), ans.status)
 		}
-		if next < 0 {
-			break
-		}
-		wait = next
 	}
 	rec.UpdatedAt = c.cfg.now()
 	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
 		c.log.WarnContext(ctx, "idem: storing poll state failed", "key", keyHash(rec.Key), "error", err.Error())
 	}
-	return accepted()
+	if rec.Response == nil {
+		return nil, nil
+	}
+	return storedResponse(rec.Response, recordRequest(rec), !fresh), nil
+}
+
+// pollVerdict is what polling learnt of an operation.
+type pollVerdict int
+
+const (
+	// verdictUnasked: nothing was asked; ctx or the polling bound ended
+	// before the first poll was due.
+	verdictUnasked pollVerdict = iota
+	// verdictSilent: no answer about the operation: transport errors or
+	// 5xx after the retries, credentials refused, or nothing to poll
+	// (no usable Location, polling disabled).
+	verdictSilent
+	// verdictPending: the server reports the operation not final yet (or
+	// not found yet, within the grace).
+	verdictPending
+	// verdictDone: a final 2xx document.
+	verdictDone
+	// verdictGone: 404 or 410 after the grace.
+	verdictGone
+	// verdictFailed: another final 4xx.
+	verdictFailed
+)
+
+// pollAnswer is what polling an operation came to.
+type pollAnswer struct {
+	verdict pollVerdict
+	// final is the answer of a done, gone or failed operation.
+	final *finalAnswer
+	// next is the wait before polling again; <= 0 stops polling.
+	next time.Duration
+	// status is the last HTTP status seen, 0 if none; attempts counts
+	// the requests made.
+	status, attempts int
 }
 
 // finalAnswer is an operation's final answer: the response (body in
@@ -72,58 +102,161 @@ type finalAnswer struct {
 	stored *keystore.Response
 }
 
-// pollOnce asks for the operation once. It returns the final answer, or
-// else the wait before the next poll, negative when polling should stop
-// (the poll itself gave up or failed for good).
-func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) (final *finalAnswer, next time.Duration) {
+// followOperation polls rec's operation until a poll says to stop or the
+// polling bound or ctx ends, and returns the last poll's answer.
+func (c *Client) followOperation(ctx context.Context, rec *keystore.Record) pollAnswer {
+	if rec.Operation == "" || c.cfg.pollMax == 0 || rec.Response == nil {
+		return pollAnswer{verdict: verdictSilent}
+	}
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.pollMax)
+	defer cancel()
+
+	last := pollAnswer{verdict: verdictUnasked}
+	attempts := 0
+	wait := c.pollWait(storedResponse(rec.Response, nil, false))
+	for sleepCtx(pctx, wait) {
+		ans := c.pollOnce(pctx, rec)
+		attempts += ans.attempts
+		if ans.verdict == verdictSilent && pctx.Err() != nil {
+			// The polling bound or ctx cut this poll short: it learnt
+			// nothing, and the verdict before it stands.
+			break
+		}
+		last = ans
+		if last.next <= 0 {
+			break
+		}
+		wait = last.next
+	}
+	last.attempts = attempts
+	return last
+}
+
+// pollOnce asks for the operation once and judges the answer, recording
+// in rec.LastError why an answer was not final.
+func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) pollAnswer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rec.Operation, nil)
 	if err != nil {
 		rec.LastError = fmt.Sprintf("polling the operation: %v", err)
-		return nil, -1
+		return pollAnswer{verdict: verdictSilent}
 	}
 	if intentURL, err := url.Parse(rec.URL); err == nil && sameOrigin(intentURL, req.URL) {
 		req.Header = c.secrets.get(rec.Key)
+		if rec.Host != "" {
+			req.Host = rec.Host
+		}
 	}
 	res := c.send(ctx, &call{req: req, logID: rec.Key, client: c.sender})
+	ans := pollAnswer{verdict: verdictSilent, status: res.lastStatus, attempts: res.attempts}
 	if res.stop != nil {
 		bufferLast(res.resp)
-		rec.LastError = "polling the operation: " + res.giveUp(rec.Key).Error()
-		return nil, -1
+		if ctx.Err() == nil {
+			// A poll cut short by ctx learnt nothing worth recording.
+			rec.LastError = "polling the operation: " + res.giveUp(rec.Key).Error()
+		}
+		return ans
 	}
 	resp := res.resp
-	if resp.StatusCode == http.StatusAccepted {
+	code := resp.StatusCode
+	switch {
+	case code == http.StatusAccepted:
 		bufferLast(resp)
-		return nil, c.pollWait(resp)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		ans.verdict, ans.next = verdictPending, c.pollWait(resp)
+	case code >= 200 && code <= 299:
+		stored, truncated, err := capture(resp)
+		switch {
+		case err != nil:
+			rec.LastError = fmt.Sprintf("polling the operation: %v", err)
+			ans.next = c.cfg.pollInterval
+		case !truncated && operationPending(stored.Body):
+			ans.verdict, ans.next = verdictPending, c.pollWait(resp)
+		default:
+			ans.verdict, ans.final = verdictDone, &finalAnswer{resp: resp, stored: stored}
+		}
+	case operationGoneStatus(code) && c.withinGrace(rec):
 		bufferLast(resp)
-		rec.LastError = fmt.Sprintf("polling the operation: status %d", resp.StatusCode)
-		return nil, -1
+		rec.LastError = fmt.Sprintf("polling the operation: status %d within %s of the 202; polled again", code, c.cfg.opGrace)
+		ans.verdict, ans.next = verdictPending, c.pollWait(resp)
+	case operationGoneStatus(code) || operationRefused(code):
+		stored, _, err := capture(resp)
+		if err != nil {
+			rec.LastError = fmt.Sprintf("polling the operation: status %d: %v", code, err)
+			return ans
+		}
+		ans.verdict, ans.final = verdictFailed, &finalAnswer{resp: resp, stored: stored}
+		if operationGoneStatus(code) {
+			ans.verdict = verdictGone
+		}
+	default:
+		bufferLast(resp)
+		rec.LastError = fmt.Sprintf("polling the operation: status %d", code)
 	}
-	stored, truncated, err := capture(resp)
-	if err != nil {
-		rec.LastError = fmt.Sprintf("polling the operation: %v", err)
-		return nil, c.cfg.pollInterval
-	}
-	if !truncated && operationPending(stored.Body) {
-		return nil, c.pollWait(resp)
-	}
-	return &finalAnswer{resp: resp, stored: stored}, 0
+	return ans
 }
 
-// settleOperation stores the operation's final answer and makes the
-// intent Succeeded.
-func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, final *finalAnswer) (*http.Response, error) {
-	rec.State = Succeeded
-	rec.Response = final.stored
+// operationGoneStatus reports whether an operation's status says it does
+// not exist (any more).
+func operationGoneStatus(code int) bool {
+	return code == http.StatusNotFound || code == http.StatusGone
+}
+
+// operationRefused reports whether an operation's status is a final
+// refusal: a 4xx that is not "gone", not retryable, and not about the
+// credentials of the poll (which a process resuming after a restart may
+// lack, and which say nothing of the operation).
+func operationRefused(code int) bool {
+	if code < 400 || code > 499 {
+		return false
+	}
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired,
+		http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusNotFound, http.StatusGone:
+		return false
+	}
+	return true
+}
+
+// acceptedAt is when rec's 202 arrived; an intent accepted before that
+// time was recorded counts from its creation.
+func acceptedAt(rec *keystore.Record) time.Time {
+	if rec.AcceptedAt.IsZero() {
+		return rec.CreatedAt
+	}
+	return rec.AcceptedAt
+}
+
+// withinGrace reports whether rec's 202 is recent enough that a missing
+// operation may only not be visible yet.
+func (c *Client) withinGrace(rec *keystore.Record) bool {
+	return c.cfg.now().Sub(acceptedAt(rec)) < c.cfg.opGrace
+}
+
+// pastRetention reports whether rec's 202 is older than the retention, so
+// the server may have forgotten the operation with the key.
+func (c *Client) pastRetention(rec *keystore.Record) bool {
+	return c.cfg.now().Sub(acceptedAt(rec)) > c.cfg.retention
+}
+
+// settleOperation stores the operation's final answer with the intent in
+// state (Succeeded, or Failed for reason) and returns that answer.
+func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, state State, ans pollAnswer, reason error) (*http.Response, error) {
+	rec.State = state
+	rec.Response = ans.final.stored
 	rec.LastError = ""
 	rec.UpdatedAt = c.cfg.now()
+	var callErr error
+	if reason != nil {
+		ge := &GiveUpError{Reason: reason, Attempts: ans.attempts, LastStatus: ans.status, Key: rec.Key}
+		rec.LastError = ge.Error()
+		callErr = ge
+	}
 	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
-		return final.resp, fmt.Errorf("idem: storing the operation's result (the intent stays accepted): %w", err)
+		return ans.final.resp, errors.Join(callErr, fmt.Errorf("idem: storing the operation's answer (the intent stays accepted): %w", err))
 	}
 	c.secrets.forget(rec.Key)
-	c.log.DebugContext(ctx, "idem: operation settled", "key", keyHash(rec.Key))
-	return final.resp, nil
+	c.log.DebugContext(ctx, "idem: operation settled", "key", keyHash(rec.Key), "state", string(state), "status", ans.status)
+	return ans.final.resp, callErr
 }
 
 // pollWait is the server's Retry-After (capped by the ceiling), or the

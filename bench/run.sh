@@ -57,9 +57,9 @@ go run ./bench/cmd/outage -runs 3 | tee "$OUT/outage.md"
 echo "== server throughput (load generator in its own process)"
 # The protected and the unprotected handler run once per store: memory
 # always, Postgres and Redis when a URL is given (IDEM_BENCH_POSTGRES /
-# IDEM_BENCH_REDIS, else IDEM_TEST_POSTGRES / IDEM_TEST_REDIS). Postgres
-# runs twice: with pgxpool's default pool (max(4, NumCPU) connections) and
-# with pool_max_conns=16, one per load connection.
+# IDEM_BENCH_REDIS, else IDEM_TEST_POSTGRES / IDEM_TEST_REDIS). The
+# Postgres stores size their pool for 16 concurrent requests by default
+# (internal/pgpool), one per load connection.
 PG=${IDEM_BENCH_POSTGRES:-${IDEM_TEST_POSTGRES:-}}
 REDIS=${IDEM_BENCH_REDIS:-${IDEM_TEST_REDIS:-}}
 go build -o "$OUT/benchserver" ./bench/cmd/benchserver
@@ -67,14 +67,8 @@ go build -o "$OUT/load" ./bench/cmd/load
 serve_args=(-unprotected 127.0.0.1:18081 -protected 127.0.0.1:18080)
 load_args=(-unprotected memory=http://127.0.0.1:18081 -protected memory=http://127.0.0.1:18080)
 if [ -n "$PG" ]; then
-	sep='?'; case "$PG" in *\?*) sep='&' ;; esac
-	PG16="$PG${sep}pool_max_conns=16"
-	serve_args+=(-unprotected "127.0.0.1:18085,$PG" -protected "127.0.0.1:18082,$PG"
-		-unprotected "127.0.0.1:18086,$PG16" -protected "127.0.0.1:18083,$PG16")
-	load_args+=(-unprotected "postgres, default pool=http://127.0.0.1:18085"
-		-protected "postgres, default pool=http://127.0.0.1:18082"
-		-unprotected "postgres, pool_max_conns=16=http://127.0.0.1:18086"
-		-protected "postgres, pool_max_conns=16=http://127.0.0.1:18083")
+	serve_args+=(-unprotected "127.0.0.1:18085,$PG" -protected "127.0.0.1:18082,$PG")
+	load_args+=(-unprotected "postgres=http://127.0.0.1:18085" -protected "postgres=http://127.0.0.1:18082")
 fi
 if [ -n "$REDIS" ]; then
 	serve_args+=(-unprotected "127.0.0.1:18087,$REDIS" -protected "127.0.0.1:18084,$REDIS")
@@ -82,7 +76,20 @@ if [ -n "$REDIS" ]; then
 fi
 "$OUT/benchserver" "${serve_args[@]}" > "$OUT/benchserver.log" &
 server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
+# The shared stores keep the benchmark's data in their own schema and key
+# prefix (see bench/cmd/benchserver); drop both when the run ends, so the
+# databases are left as they were found.
+cleanup() {
+	kill "$server" 2>/dev/null || true
+	wait "$server" 2>/dev/null || true
+	if [ -n "$PG" ] && command -v psql >/dev/null; then
+		psql "$PG" -qc 'DROP SCHEMA IF EXISTS idem_bench CASCADE' >/dev/null 2>&1 || true
+	fi
+	if [ -n "$REDIS" ] && command -v redis-cli >/dev/null; then
+		redis-cli -u "$REDIS" --scan --pattern 'idem-bench:*' | xargs -r -n 1000 redis-cli -u "$REDIS" del >/dev/null || true
+	fi
+}
+trap cleanup EXIT
 # benchserver opens every store, then listens on every port at once.
 for _ in $(seq 150); do
 	if (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null; then break; fi

@@ -20,7 +20,8 @@ import (
 //
 //	if c, ok := store.(keystore.Claimer); ok { ... }
 type Claimer interface {
-	// Claim takes up to limit Pending records that no live claim holds,
+	// Claim takes up to limit unsettled records (Pending, or Accepted and
+	// still polled) that no live claim holds,
 	// oldest first, claims them for owner until lease from now, and returns
 	// them as they are after the claim. Two owners never get the same
 	// record while its claim is live. An empty result means there is

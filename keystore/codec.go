@@ -18,6 +18,9 @@ func encodeRecord(r *Record) ([]byte, error) {
 	c := *r
 	c.CreatedAt = r.CreatedAt.UTC()
 	c.UpdatedAt = r.UpdatedAt.UTC()
+	if !r.AcceptedAt.IsZero() {
+		c.AcceptedAt = r.AcceptedAt.UTC()
+	}
 	js, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)

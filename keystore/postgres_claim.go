@@ -11,7 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claim implements Claimer: it takes up to limit unclaimed Pending records,
+// Claim implements Claimer: it takes up to limit unclaimed unsettled
+// (Pending or Accepted) records,
 // oldest first, for owner until lease from now on the database clock.
 func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration, limit int) ([]*Record, error) {
 	if err := p.checkOpen(); err != nil {

@@ -64,6 +64,25 @@ func TestPostgresClaimEveryRecordExactlyOnce(t *testing.T) {
 	assert.Empty(t, more, "live claims keep records from other owners")
 }
 
+func TestPostgresClaimTakesAcceptedRecords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := openPostgresIn(t, newPostgresTestSchema(t), nil)
+	accepted := pendingRecord(1)
+	accepted.State = Accepted
+	failed := pendingRecord(2)
+	failed.State = Failed
+	for _, r := range []*Record{accepted, failed} {
+		_, _, err := p.Create(ctx, r)
+		require.NoError(t, err)
+	}
+
+	recs, err := p.Claim(ctx, "poller", time.Minute, 10)
+	require.NoError(t, err)
+	require.Len(t, recs, 1, "an accepted operation still needs a worker to poll it; a failed one does not")
+	assert.Equal(t, accepted.Key, recs[0].Key)
+}
+
 func TestPostgresCrashedWorkersClaimsExpire(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

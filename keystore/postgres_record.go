@@ -20,6 +20,7 @@ var postgresRecordColumns = []string{
 	"key", "name", "method", "url", "header", "body", "fingerprint", "state",
 	"created_at", "updated_at", "attempts", "response_status",
 	"response_header", "response_body", "operation", "last_error",
+	"host", "accepted_at",
 }
 
 // postgresSQL holds every statement, built once for one schema.table.
@@ -64,7 +65,7 @@ func newPostgresSQL(schema, table string) postgresSQL {
 		// is what keeps two owners off one record.
 		claim: `WITH picked AS MATERIALIZED (
 				SELECT key FROM ` + t + `
-				WHERE state = 'pending' AND ` + free + `
+				WHERE state IN ('pending', 'accepted') AND ` + free + `
 				ORDER BY created_at, key
 				LIMIT $3
 				FOR UPDATE SKIP LOCKED)
@@ -91,10 +92,15 @@ func postgresRecordArgs(r *Record) []any {
 		respHeader = postgresHeaderJSON(r.Response.Header)
 		respBody = r.Response.Body
 	}
+	var acceptedAt *time.Time
+	if !r.AcceptedAt.IsZero() {
+		acceptedAt = &r.AcceptedAt
+	}
 	return []any{
 		r.Key, name, r.Method, r.URL, postgresHeaderJSON(r.Header), r.Body,
 		r.Fingerprint, string(r.State), r.CreatedAt, r.UpdatedAt, r.Attempts,
 		status, respHeader, respBody, postgresText(r.Operation), postgresText(r.LastError),
+		r.Host, acceptedAt,
 	}
 }
 
@@ -107,10 +113,12 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		header, respHeader []byte
 		status             *int
 		respBody           []byte
+		acceptedAt         *time.Time
 	)
 	err := row.Scan(&r.Key, &name, &r.Method, &r.URL, &header, &r.Body,
 		&r.Fingerprint, &state, &r.CreatedAt, &r.UpdatedAt, &r.Attempts,
-		&status, &respHeader, &respBody, &r.Operation, &r.LastError)
+		&status, &respHeader, &respBody, &r.Operation, &r.LastError,
+		&r.Host, &acceptedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +126,9 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		r.Name = *name
 	}
 	r.State = State(state)
+	if acceptedAt != nil {
+		r.AcceptedAt = *acceptedAt
+	}
 	if r.Header, err = parsePostgresHeader(header); err != nil {
 		return nil, err
 	}
@@ -180,7 +191,7 @@ func postgresText(s string) string {
 func validatePostgresRecord(r *Record) error {
 	for _, f := range []struct{ name, value string }{
 		{"key", r.Key}, {"name", r.Name}, {"method", r.Method}, {"url", r.URL},
-		{"fingerprint", r.Fingerprint}, {"state", string(r.State)},
+		{"fingerprint", r.Fingerprint}, {"state", string(r.State)}, {"host", r.Host},
 	} {
 		if postgresText(f.value) != f.value {
 			return fmt.Errorf("keystore: postgres: record %s is not valid UTF-8 text (or contains NUL)", f.name)
@@ -196,6 +207,9 @@ func storedPostgresRecord(r *Record) *Record {
 	c := r.Clone()
 	c.CreatedAt = truncatePostgresTime(c.CreatedAt)
 	c.UpdatedAt = truncatePostgresTime(c.UpdatedAt)
+	if !c.AcceptedAt.IsZero() {
+		c.AcceptedAt = truncatePostgresTime(c.AcceptedAt)
+	}
 	c.Operation = postgresText(c.Operation)
 	c.LastError = postgresText(c.LastError)
 	// Both headers went through postgresHeaderJSON, which cannot produce

@@ -54,6 +54,8 @@ func postgresDDL(schema, table string) (tables, indexes []postgresObject) {
 			response_body   bytea,
 			operation       text        NOT NULL DEFAULT '',
 			last_error      text        NOT NULL DEFAULT '',
+			host            text        NOT NULL DEFAULT '',
+			accepted_at     timestamptz,
 			claim_owner     text,
 			claim_until     timestamptz
 		)`},
@@ -151,7 +153,8 @@ func createMissingPostgresObjects(ctx context.Context, tx pgx.Tx, objects []post
 }
 
 // checkPostgresColumns fails with ErrCorrupt when schema.table exists but is
-// not shaped like a keystore table (someone else's table of that name).
+// not shaped like a keystore table (someone else's table of that name), and
+// adds to a keystore table the columns it predates (postgresAddedColumns).
 func checkPostgresColumns(ctx context.Context, tx pgx.Tx, schema, table string) error {
 	rows, err := tx.Query(ctx,
 		`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
@@ -169,14 +172,14 @@ func checkPostgresColumns(ctx context.Context, tx pgx.Tx, schema, table string) 
 	}
 	var missing []string
 	for _, c := range postgresColumns {
-		if !present[c] {
+		if !present[c] && !isPostgresAddedColumn(c) {
 			missing = append(missing, c)
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: table %s.%s lacks columns %s", ErrCorrupt, schema, table, strings.Join(missing, ", "))
 	}
-	return nil
+	return addMissingPostgresColumns(ctx, tx, schema, table, present)
 }
 
 // isPostgresDuplicateObject reports the errors a concurrent CREATE ... IF

@@ -68,6 +68,11 @@ type Record struct {
 	Operation string `json:"operation,omitempty"`
 	// LastError describes the last failure, for reports.
 	LastError string `json:"last_error,omitempty"`
+	// Host overrides the Host header of every attempt (http.Request.Host),
+	// "" to send the URL's host.
+	Host string `json:"host,omitempty"`
+	// AcceptedAt is when a 202 made the intent Accepted; zero before.
+	AcceptedAt time.Time `json:"accepted_at,omitzero"`
 }
 
 // Clone returns a deep copy, so callers never share maps or slices with a

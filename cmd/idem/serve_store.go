@@ -64,7 +64,8 @@ func openServeStore(ctx context.Context, f serveFlags, logger *slog.Logger) (tes
 	defer cancel()
 	switch kind {
 	case storePostgres:
-		st, err := pgstore.Open(ctx, f.store, pgstore.WithSchema(f.storeSchema), pgstore.WithLogger(logger))
+		st, err := pgstore.Open(ctx, f.store, pgstore.WithSchema(f.storeSchema), pgstore.WithLogger(logger),
+			pgstore.WithReservationGrace(reservationGrace(f)))
 		if err != nil {
 			return nil, storeOpenError("postgres", f.store, err)
 		}
@@ -73,13 +74,24 @@ func openServeStore(ctx context.Context, f serveFlags, logger *slog.Logger) (tes
 		// go-redis reports pool trouble through one process-wide logger
 		// that prints to stderr by default; route it to ours.
 		redis.SetLogger(redisLogger{logger})
-		st, err := redisstore.Open(ctx, f.store, redisstore.WithPrefix(f.storePrefix), redisstore.WithLogger(logger))
+		st, err := redisstore.Open(ctx, f.store, redisstore.WithPrefix(f.storePrefix), redisstore.WithLogger(logger),
+			redisstore.WithReservationGrace(reservationGrace(f)))
 		if err != nil {
 			return nil, storeOpenError("redis", f.store, err)
 		}
 		return st, nil
 	}
 	return nil, nil
+}
+
+// reservationGrace is how long an abandoned reservation outlives its lease
+// before the sweep deletes it: the server's retention, so that a key is
+// remembered as long whether its request finished or its owner died.
+func reservationGrace(f serveFlags) time.Duration {
+	if f.retention > 0 {
+		return f.retention
+	}
+	return testserver.DefaultReservationGrace
 }
 
 // storeOpenError words a failure to open the store as one line that names

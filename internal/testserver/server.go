@@ -125,7 +125,7 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s := &Server{store: cfg.store, faults: &Faults{}}
 	if s.store == nil {
-		s.store = NewMemoryStore(WithClock(cfg.clock))
+		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention))
 		s.ownsStore = true
 	}
 	s.handler = s.routes(cfg)
