@@ -10,14 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/idemtest"
 )
 
 func main() {
@@ -28,19 +27,12 @@ func main() {
 
 func run(ctx context.Context, out io.Writer) error {
 	// The reference server, on a free local port.
-	srv, err := testserver.New()
+	srv, err := idemtest.Start()
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
-	baseURL := "http://" + ln.Addr().String()
+	baseURL := srv.URL
 
 	// A durable keystore: the key is written here before the first attempt.
 	dir, err := os.MkdirTemp("", "idem-quickstart-")
@@ -68,7 +60,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "intent %q persisted with key %s\n", in.Name, in.Key)
 
-	srv.Faults().LoseNextResponses(1)
+	srv.LoseNextResponses(1)
 	fmt.Fprintln(out, "server will drop the first answer after charging")
 
 	resp, err := client.Do(ctx, in)
@@ -86,10 +78,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "second Do: %d replayed locally, no network (local replay: %v)\n",
 		again.StatusCode, idem.IsLocalReplay(again))
 
-	n, err := srv.Store().CountPayments(ctx)
-	if err != nil {
-		return err
-	}
+	n := srv.PaymentCount()
 	fmt.Fprintf(out, "payments on the server: %d\n", n)
 	if n != 1 {
 		return fmt.Errorf("expected exactly one payment, got %d", n)

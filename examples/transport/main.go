@@ -13,13 +13,12 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/idemtest"
 )
 
 // PaymentsClient is an ordinary typed API client built on *http.Client,
@@ -72,18 +71,12 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	srv, err := testserver.New()
+	// The reference server, on a free local port.
+	srv, err := idemtest.Start()
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
 
 	client, err := idem.New(idem.WithBackoff(20*time.Millisecond, time.Second))
 	if err != nil {
@@ -93,20 +86,19 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// The only change: the transport.
 	payments := &PaymentsClient{
-		BaseURL: "http://" + ln.Addr().String(),
+		BaseURL: srv.URL,
 		Token:   "tok_transport",
 		HTTP:    &http.Client{Transport: client.Transport(), Timeout: 30 * time.Second},
 	}
 
-	faults := srv.Faults()
 	for i, fault := range []struct {
 		name string
 		arm  func()
 	}{
 		{"no fault", func() {}},
-		{"503 twice", func() { faults.FailNext(2, http.StatusServiceUnavailable, 0) }},
-		{"answer lost after charging", func() { faults.LoseNextResponses(1) }},
-		{"connection reset", func() { faults.ResetNext(1) }},
+		{"503 twice", func() { srv.FailNext(2, http.StatusServiceUnavailable, 0) }},
+		{"answer lost after charging", func() { srv.LoseNextResponses(1) }},
+		{"connection reset", func() { srv.ResetNext(1) }},
 	} {
 		fault.arm()
 		pay, err := payments.Create(ctx, int64(100*(i+1)), fmt.Sprintf("transport-%d", i))
@@ -115,10 +107,7 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-28s -> %s %d cents %s\n", fault.name, pay.ID, pay.Amount, pay.Status)
 	}
-	n, err := srv.Store().CountPayments(ctx)
-	if err != nil {
-		return err
-	}
+	n := srv.PaymentCount()
 	fmt.Fprintf(out, "payments on the server: %d (one per Create)\n", n)
 	if n != 4 {
 		return fmt.Errorf("expected 4 payments, got %d", n)
