@@ -27,12 +27,23 @@ func Canonical(body []byte) (canon []byte, isJSON bool) {
 	if len(body) == 0 {
 		return nil, false
 	}
-	if out, ok := fastCanonical(body); ok {
+	return AppendCanonical(make([]byte, 0, len(body)), body)
+}
+
+// AppendCanonical appends the canonical form of body to dst, as Canonical
+// computes it, so a caller that hashes it behind other fields needs one
+// buffer. When body is not canonicalised it returns nil, false; dst's
+// spare capacity may then have been written.
+func AppendCanonical(dst, body []byte) (out []byte, isJSON bool) {
+	if len(body) == 0 {
+		return nil, false
+	}
+	if out, ok := fastCanonical(dst, body); ok {
 		return out, true // fast-path integers are exact doubles
 	}
-	out, err := jcs.Transform(body)
+	canon, err := jcs.Transform(body)
 	if err != nil || !numbersSurviveJCS(body) {
 		return nil, false
 	}
-	return out, true
+	return append(dst, canon...), true
 }

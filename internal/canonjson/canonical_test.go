@@ -31,7 +31,7 @@ var canonicalSeeds = []string{
 // keeps every number's value.
 func checkCanonical(t *testing.T, body string) {
 	want, wantErr := jcs.Transform([]byte(body))
-	if fast, ok := fastCanonical([]byte(body)); ok {
+	if fast, ok := fastCanonical(nil, []byte(body)); ok {
 		require.NoError(t, wantErr, "the fast path accepted %q, which jcs rejects", body)
 		require.Equal(t, string(want), string(fast), "fast canonical form of %q", body)
 	}
@@ -42,6 +42,17 @@ func checkCanonical(t *testing.T, body string) {
 		require.Equal(t, string(want), string(got), "canonical form of %q", body)
 	} else {
 		require.Nil(t, got)
+	}
+
+	// Behind a prefix, with spare capacity to write into, the same form
+	// follows the prefix untouched.
+	const prefix = "fields before the body:"
+	appended, appendedJSON := AppendCanonical(append(make([]byte, 0, 8), prefix...), []byte(body))
+	require.Equal(t, isJSON, appendedJSON, "AppendCanonical accepts %q", body)
+	if isJSON {
+		require.Equal(t, prefix+string(want), string(appended), "appended canonical form of %q", body)
+	} else {
+		require.Nil(t, appended)
 	}
 }
 
@@ -54,12 +65,12 @@ func TestCanonicalMatchesJCS(t *testing.T) {
 
 func TestCanonicalTakesPaymentBodiesOnTheFastPath(t *testing.T) {
 	t.Parallel()
-	got, ok := fastCanonical([]byte(` {"reference":"inv-1", "amount": 1000, "currency":"EUR", "meta":{"b":[1,-2,true,null],"a":false}} `))
+	got, ok := fastCanonical(nil, []byte(` {"reference":"inv-1", "amount": 1000, "currency":"EUR", "meta":{"b":[1,-2,true,null],"a":false}} `))
 	require.True(t, ok, "a payment-style body takes the fast path")
 	assert.Equal(t, `{"amount":1000,"currency":"EUR","meta":{"a":false,"b":[1,-2,true,null]},"reference":"inv-1"}`, string(got))
 
 	for _, body := range []string{`{"a":1.5}`, `{"a":"é"}`, `{"a":"\n"}`, `{"a":1,"a":1}`, `-0`, `1000000000000000`, strings.Repeat("[", 40) + strings.Repeat("]", 40)} {
-		_, ok := fastCanonical([]byte(body))
+		_, ok := fastCanonical(nil, []byte(body))
 		assert.False(t, ok, "%q is left to jcs", body)
 	}
 }

@@ -14,11 +14,11 @@ const fastCanonicalDepth = 32
 // ECMAScript prints it digit for digit.
 const maxFastIntegerDigits = 15
 
-// fastCanonical canonicalises the simple subset of JSON described at
-// Canonical, or reports ok=false for anything outside it (which is
-// not necessarily invalid JSON).
-func fastCanonical(body []byte) ([]byte, bool) {
-	p := fastParser{in: body, out: make([]byte, 0, len(body))}
+// fastCanonical appends to dst the canonical form of the simple subset of
+// JSON described at Canonical, or reports ok=false for anything outside
+// it (which is not necessarily invalid JSON).
+func fastCanonical(dst, body []byte) ([]byte, bool) {
+	p := fastParser{in: body, out: dst}
 	p.skipSpace()
 	if !p.value(0) {
 		return nil, false
@@ -180,7 +180,9 @@ func (p *fastParser) object(depth int) bool {
 		p.out = append(p.out, '}')
 		return true
 	}
-	var members []member
+	// Most objects have few members: keep their spans on the stack.
+	var spans [8]member
+	members := spans[:0]
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.in) || p.in[p.pos] != '"' {

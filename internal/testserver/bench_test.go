@@ -53,3 +53,38 @@ func benchmarkPayments(b *testing.B, h http.Handler) {
 		}
 	}
 }
+
+// BenchmarkServePayment measures the server's own work for one POST
+// /v1/payments, without a network or an HTTP client: the whole reference
+// server against the bare payment handler, each on a fresh memory store
+// that keeps every payment and key, as a server under load does.
+func BenchmarkServePayment(b *testing.B) {
+	b.Run("protected", func(b *testing.B) {
+		srv, err := New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer srv.Close()
+		benchmarkServe(b, srv.Handler())
+	})
+	b.Run("unprotected", func(b *testing.B) {
+		store := NewMemoryStore()
+		defer store.Close()
+		benchmarkServe(b, UnguardedPaymentsHandler(store))
+	})
+}
+
+func benchmarkServe(b *testing.B, h http.Handler) {
+	const body = `{"amount":1000,"currency":"EUR","reference":"bench"}`
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest(http.MethodPost, routePayments, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(KeyHeader, "bench-"+strconv.Itoa(i))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"sync"
 )
 
 // captureWriter buffers a handler's whole response (status, headers,
@@ -16,8 +17,36 @@ type captureWriter struct {
 	body        bytes.Buffer
 }
 
-func newCaptureWriter() *captureWriter {
+// capturePool recycles capture writers, with their header map and body
+// buffer, across the requests of one idempotency layer. The zero value is
+// ready to use.
+type capturePool struct{ pool sync.Pool }
+
+// maxPooledCaptureBody is the largest body buffer kept for reuse, so one
+// large answer does not pin its memory in the pool.
+const maxPooledCaptureBody = 64 << 10
+
+// get returns an empty capture writer.
+func (p *capturePool) get() *captureWriter {
+	if c, ok := p.pool.Get().(*captureWriter); ok {
+		return c
+	}
 	return &captureWriter{header: make(http.Header)}
+}
+
+// put empties c and keeps it for a later request. The caller must be
+// done with c: its body was written out, and its header values, which
+// may now belong to the real response, are never written again, only
+// dropped from the map.
+func (p *capturePool) put(c *captureWriter) {
+	if c.body.Cap() > maxPooledCaptureBody {
+		return
+	}
+	clear(c.header)
+	c.status = 0
+	c.wroteHeader = false
+	c.body.Reset()
+	p.pool.Put(c)
 }
 
 // Header implements http.ResponseWriter.

@@ -17,27 +17,26 @@ import (
 func (m *Idempotency) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
 	held := &Held{Reservation: res, Retention: m.cfg.retention}
 	req := r.WithContext(WithHeld(r.Context(), held))
-	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.Body = newBufferedBody(body)
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.GetBody = func() (io.ReadCloser, error) { return newBufferedBody(body), nil }
 
-	capture := newCaptureWriter()
+	capture := m.captures.get()
 	recovered, stack := runRecovering(next, capture, req)
-
-	// The key is settled even when the client has gone away: the handler
-	// ran, and its outcome must not be lost with the connection.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), m.cfg.lease)
-	defer cancel()
 
 	if recovered == http.ErrAbortHandler {
 		// The handler asked net/http to abort the response: there is no
-		// answer to store, so free the key and keep the abort.
+		// answer to store, so free the key and keep the abort. The
+		// capture stays out of the pool: the handler left mid-answer.
 		log.Debug("handler aborted the response")
 		if !held.Completed() {
+			ctx, cancel := m.settleContext(r)
+			defer cancel()
 			m.release(ctx, res, log)
 		}
 		panic(http.ErrAbortHandler)
 	}
+	defer m.captures.put(capture)
 	if recovered != nil {
 		log.Error("handler panicked", "panic", fmt.Sprint(recovered), "stack", string(stack))
 		capture.reset()
@@ -45,10 +44,31 @@ func (m *Idempotency) execute(w http.ResponseWriter, r *http.Request, next http.
 	}
 	capture.finish()
 	if !held.Completed() {
+		ctx, cancel := m.settleContext(r)
+		defer cancel()
 		m.settle(ctx, capture, res, log.With("status", capture.status))
 	}
 	writeCaptured(w, capture)
 }
+
+// settleContext bounds settling a key by the lease. The key is settled
+// even when the client has gone away: the handler ran, and its outcome
+// must not be lost with the connection.
+func (m *Idempotency) settleContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), m.cfg.lease)
+}
+
+// bufferedBody hands the handler the request body the layer has read.
+type bufferedBody struct{ bytes.Reader }
+
+func newBufferedBody(body []byte) *bufferedBody {
+	b := new(bufferedBody)
+	b.Reset(body)
+	return b
+}
+
+// Close implements io.Closer; there is nothing to release.
+func (*bufferedBody) Close() error { return nil }
 
 // runRecovering runs h and returns the value of a panic, with its stack.
 func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (recovered any, stack []byte) {

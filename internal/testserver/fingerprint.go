@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
 
 	"github.com/idemkit/idem/internal/canonjson"
 )
@@ -30,24 +29,33 @@ const (
 // hashed too, so field boundaries are unambiguous and a raw body never
 // collides with a JSON one.
 func Fingerprint(method, route string, body []byte) string {
-	h := sha256.New()
-	writeField(h, []byte(fingerprintVersion))
-	writeField(h, []byte(method))
-	writeField(h, []byte(route))
-	if canonical, isJSON := canonjson.Canonical(body); isJSON {
-		writeField(h, []byte(bodyKindJSON))
-		writeField(h, canonical)
+	// Every field goes into one buffer hashed at once: no hash state or
+	// canonical body of its own on the heap.
+	buf := make([]byte, 0, 5*fieldLengthSize+len(fingerprintVersion)+len(method)+len(route)+len(bodyKindJSON)+len(body))
+	buf = appendField(buf, fingerprintVersion)
+	buf = appendField(buf, method)
+	buf = appendField(buf, route)
+	beforeBody := len(buf)
+	buf = appendField(buf, bodyKindJSON)
+	bodyAt := len(buf) + fieldLengthSize
+	if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {
+		binary.BigEndian.PutUint64(canonical[len(buf):], uint64(len(canonical)-bodyAt))
+		buf = canonical
 	} else {
-		writeField(h, []byte(bodyKindRaw))
-		writeField(h, body)
+		buf = appendField(buf[:beforeBody], bodyKindRaw)
+		buf = appendField(buf, body)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(buf)
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:])
 }
 
-// writeField writes an 8-byte big-endian length, then the field.
-func writeField(h hash.Hash, field []byte) {
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(field)))
-	_, _ = h.Write(n[:])
-	_, _ = h.Write(field)
+// fieldLengthSize is the size of the length before every field.
+const fieldLengthSize = 8
+
+// appendField appends an 8-byte big-endian length, then the field.
+func appendField[T string | []byte](buf []byte, field T) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(field)))
+	return append(buf, field...)
 }

@@ -99,3 +99,19 @@ func TestFingerprintNeverMergesNumbersBeyondFloat64(t *testing.T) {
 	assert.Equal(t, fp(`{"amount":9007199254740992}`), fp(`{"amount":9007199254740992.0}`))
 	assert.Equal(t, fp(`{"n":0.1,"m":-0}`), fp(`{"m":0,"n":1e-1}`))
 }
+
+// TestFingerprintLayoutIsStable pins fingerprints of each body kind:
+// stores persist them, so a change of layout without a new
+// fingerprintVersion would turn every stored key into a reused one.
+func TestFingerprintLayoutIsStable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ method, route, body, want string }{
+		{"POST", "/v1/payments", `{"currency":"EUR", "amount":1000}`, "7eee252499ec0f79ff22b1be8a8c83fd1d6f8c5bcdb08574afacfd7885cbe3f6"},
+		{"POST", "/v1/payments", `{"amount":1e3}`, "728e7ae3b54dfcb5e0608f08db61bd289eaaa3de22319e62ac366c170f9881e3"},
+		{"PATCH", "/v1/payouts", "amount=1000&currency=EUR", "09d8dcd6e88885d9abda552fd9b9bede8dd88d5d933e16b2e0c10df8e92ec0ea"},
+		{"POST", "/v1/payments", "", "4bad0b33a85cd6f18b35489b1611051831d46b40275a3f3a0c1dd4211430f7f0"},
+		{"POST", "/v1/payments", `{"amount":9007199254740993}`, "f89afdf7ca286374dac7872be29890e373ebd92f10f994ad4aeed52d6dfdc68b"},
+	} {
+		assert.Equal(t, c.want, testserver.Fingerprint(c.method, c.route, []byte(c.body)), "%s %s %q", c.method, c.route, c.body)
+	}
+}

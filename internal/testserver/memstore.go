@@ -1,7 +1,6 @@
 package testserver
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -19,23 +18,18 @@ var errStoreClosed = errors.New("testserver: memory store is closed")
 // MemoryStore is a Store held in process memory, guarded by one mutex:
 // every method runs as one critical section, which makes Reserve an atomic
 // create-if-absent and Complete/Release a compare-and-set on the token.
-// Nothing survives the process.
+// What goes in is copied in and what comes out is copied out, so callers
+// never share the store's memory. Nothing survives the process.
 type MemoryStore struct {
 	now   func() time.Time
 	grace time.Duration // how long a reservation outlives its lease
 
 	mu         sync.Mutex
 	closed     bool
-	records    map[recordID]*Record
+	records    map[Scope]map[string]memRecord      // scope → key → record
 	payments   map[string]map[string]storedPayment // principal → id → payment
 	operations map[string]map[string]Operation     // principal → id → operation
 	seq        uint64                              // insertion order, a tie-break for equal times
-}
-
-// recordID is the identity of an idempotency record: its scope and key.
-type recordID struct {
-	scope Scope
-	key   string
 }
 
 type storedPayment struct {
@@ -84,7 +78,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	return &MemoryStore{
 		now:        cfg.now,
 		grace:      cfg.grace,
-		records:    make(map[recordID]*Record),
+		records:    make(map[Scope]map[string]memRecord),
 		payments:   make(map[string]map[string]storedPayment),
 		operations: make(map[string]map[string]Operation),
 	}
@@ -121,32 +115,33 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	}
 	defer s.mu.Unlock()
 
-	id := recordID{scope: scope, key: key}
+	byKey := s.records[scope]
+	if byKey == nil {
+		byKey = make(map[string]memRecord)
+		s.records[scope] = byKey
+	}
 	now := s.now()
-	if existing, ok := s.records[id]; ok && !reservable(existing, fingerprint, now) {
-		return nil, copyRecord(existing), nil
+	if existing, ok := byKey[key]; ok && !reservable(existing, fingerprint, now) {
+		return nil, existing.record(scope, key), nil
 	}
-	rec := &Record{
-		Scope:        scope,
-		Key:          key,
-		Fingerprint:  fingerprint,
-		State:        StateReserved,
-		Token:        newFencingToken(),
-		LeaseExpires: now.Add(lease),
-		CreatedAt:    now,
+	token := newFencingToken()
+	byKey[key] = memRecord{
+		fingerprint: fingerprint,
+		token:       token,
+		createdAt:   now,
+		deadline:    now.Add(lease),
 	}
-	s.records[id] = rec
-	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: rec.Token}, nil, nil
+	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 }
 
-// reservable reports whether a new request may take over rec at now.
-func reservable(rec *Record, fingerprint string, now time.Time) bool {
-	switch rec.State {
-	case StateCompleted:
-		return !now.Before(rec.ExpiresAt)
-	default:
-		return !now.Before(rec.LeaseExpires) && rec.Fingerprint == fingerprint
+// reservable reports whether a new request may take over rec at now: a
+// completed record past its retention, or a reservation past its lease
+// when the payload is the same.
+func reservable(rec memRecord, fingerprint string, now time.Time) bool {
+	if rec.completed {
+		return !now.Before(rec.deadline)
 	}
+	return !now.Before(rec.deadline) && rec.fingerprint == fingerprint
 }
 
 // Complete implements Store.
@@ -175,7 +170,7 @@ func (s *MemoryStore) Release(ctx context.Context, r Reservation) error {
 	if _, err := s.owned(r); err != nil {
 		return err
 	}
-	delete(s.records, recordID{scope: r.Scope, key: r.Key})
+	s.delete(r.Scope, r.Key)
 	return nil
 }
 
@@ -191,44 +186,55 @@ func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 	defer s.mu.Unlock()
 	now := s.now()
 	deleted := 0
-	for id, rec := range s.records {
-		if deleted == limit {
-			break
-		}
-		if s.sweepable(rec, now) {
-			delete(s.records, id)
-			deleted++
+	for scope, byKey := range s.records {
+		for key, rec := range byKey {
+			if deleted == limit {
+				return deleted, nil
+			}
+			if s.sweepable(rec, now) {
+				s.delete(scope, key)
+				deleted++
+			}
 		}
 	}
 	return deleted, nil
 }
 
-// sweepable reports whether Sweep may delete rec at now.
-func (s *MemoryStore) sweepable(rec *Record, now time.Time) bool {
-	if rec.State == StateCompleted {
-		return !now.Before(rec.ExpiresAt)
+// delete removes a record, and its scope's map once empty. Callers hold
+// mu.
+func (s *MemoryStore) delete(scope Scope, key string) {
+	byKey := s.records[scope]
+	delete(byKey, key)
+	if len(byKey) == 0 {
+		delete(s.records, scope)
 	}
-	return !now.Before(rec.LeaseExpires.Add(s.grace))
+}
+
+// sweepable reports whether Sweep may delete rec at now.
+func (s *MemoryStore) sweepable(rec memRecord, now time.Time) bool {
+	if rec.completed {
+		return !now.Before(rec.deadline)
+	}
+	return !now.Before(rec.deadline.Add(s.grace))
 }
 
 // owned returns the record r's token owns, or ErrFenced. Callers hold mu.
-func (s *MemoryStore) owned(r Reservation) (*Record, error) {
-	rec, ok := s.records[recordID{scope: r.Scope, key: r.Key}]
-	if !ok || rec.State != StateReserved || r.Token == "" || rec.Token != r.Token {
-		return nil, ErrFenced
+func (s *MemoryStore) owned(r Reservation) (memRecord, error) {
+	rec, ok := s.records[r.Scope][r.Key]
+	if !ok || rec.completed || r.Token == "" || rec.token != r.Token {
+		return memRecord{}, ErrFenced
 	}
 	return rec, nil
 }
 
-// complete turns rec into the completed record of c. Callers hold mu and
-// have checked the token with owned.
-func (s *MemoryStore) complete(rec *Record, c Completion) {
-	resp := copyResponse(c.Response)
-	rec.State = StateCompleted
-	rec.Token = ""
-	rec.LeaseExpires = time.Time{}
-	rec.Response = &resp
-	rec.ExpiresAt = s.now().Add(c.Retention)
+// complete stores rec, the record c's reservation owns, as the completed
+// record of c. Callers hold mu and have checked the token with owned.
+func (s *MemoryStore) complete(rec memRecord, c Completion) {
+	rec.completed = true
+	rec.token = ""
+	rec.deadline = s.now().Add(c.Retention)
+	rec.response = encodeResponse(c.Response)
+	s.records[c.Reservation.Scope][c.Reservation.Key] = rec
 }
 
 // validateCompletion rejects a completion the memory store cannot hold.
@@ -292,7 +298,7 @@ func (s *MemoryStore) insertWithCompletion(ctx context.Context, c *Completion, i
 		return err
 	}
 	defer s.mu.Unlock()
-	var rec *Record
+	var rec memRecord
 	if c != nil {
 		var err error
 		if rec, err = s.owned(c.Reservation); err != nil {
@@ -302,7 +308,7 @@ func (s *MemoryStore) insertWithCompletion(ctx context.Context, c *Completion, i
 	if err := insert(); err != nil {
 		return err
 	}
-	if rec != nil {
+	if c != nil {
 		s.complete(rec, *c)
 	}
 	return nil
@@ -389,24 +395,7 @@ func (s *MemoryStore) Close() error {
 func newFencingToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// copyRecord returns a deep copy of rec, so callers never share the
-// store's memory.
-func copyRecord(rec *Record) *Record {
-	out := *rec
-	if rec.Response != nil {
-		resp := copyResponse(*rec.Response)
-		out.Response = &resp
-	}
-	return &out
-}
-
-// copyResponse returns a deep copy of r.
-func copyResponse(r Response) Response {
-	out := r
-	out.Header = r.Header.Clone()
-	out.Body = bytes.Clone(r.Body)
-	return out
+	var text [2 * len(b)]byte
+	hex.Encode(text[:], b[:])
+	return string(text[:])
 }

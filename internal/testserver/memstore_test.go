@@ -32,3 +32,11 @@ func TestMemoryStoreReplicas(t *testing.T) {
 		return s, s
 	})
 }
+
+// FuzzMemoryResponseRoundTrip holds the memory store's encoded responses
+// to the replay contract every store meets.
+func FuzzMemoryResponseRoundTrip(f *testing.F) {
+	s := testserver.NewMemoryStore()
+	f.Cleanup(func() { _ = s.Close() })
+	storetest.FuzzResponseRoundTrip(f, s, nil)
+}

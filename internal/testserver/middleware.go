@@ -26,8 +26,9 @@ const (
 // middleware: it reserves the request's key before the handler runs,
 // stores the handler's answer, and replays it for every retry.
 type Idempotency struct {
-	store Store
-	cfg   idempotencyConfig
+	store    Store
+	cfg      idempotencyConfig
+	captures capturePool
 }
 
 // NewIdempotency returns the idempotency layer over store.
@@ -129,7 +130,7 @@ func (m *Idempotency) readGuardedBody(w http.ResponseWriter, r *http.Request) ([
 		tooLarge()
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, m.cfg.maxBody))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, m.cfg.maxBody), r.ContentLength)
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxErr):
@@ -141,6 +142,28 @@ func (m *Idempotency) readGuardedBody(w http.ResponseWriter, r *http.Request) ([
 		return nil, false
 	}
 	return body, true
+}
+
+// readAll reads r to its end into a buffer sized for the declared length,
+// which most requests give (-1 when unknown), so a body is read without
+// regrowing its buffer; a body longer than declared still reads whole.
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	if declared < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1) // +1: the read that finds EOF needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // replay answers with the stored response of a completed record.

@@ -1,0 +1,199 @@
+package testserver
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// memRecord is how MemoryStore holds an idempotency record. Its scope and
+// key are the map keys, its two deadlines share one field, and a completed
+// response is one pointer-free encoded slice: a store that keeps every
+// key for a day holds millions of records, and each pointer and each
+// byte in them is work for every garbage collection. At 112 bytes it is
+// kept inside the map's slots rather than as an object of its own.
+type memRecord struct {
+	fingerprint string
+	token       string // the owner's fencing token while reserved
+	completed   bool
+	createdAt   time.Time
+	// deadline is when the lease ends while reserved, and when the
+	// retention ends once completed.
+	deadline time.Time
+	response []byte // encodeResponse of the stored answer, once completed
+}
+
+// record returns the public form of r, with memory of its own: callers
+// never share the store's.
+func (r memRecord) record(scope Scope, key string) *Record {
+	rec := &Record{
+		Scope:       scope,
+		Key:         key,
+		Fingerprint: r.fingerprint,
+		State:       StateReserved,
+		Token:       r.token,
+		CreatedAt:   r.createdAt,
+	}
+	if !r.completed {
+		rec.LeaseExpires = r.deadline
+		return rec
+	}
+	rec.State = StateCompleted
+	rec.ExpiresAt = r.deadline
+	if resp, err := decodeResponse(r.response); err == nil {
+		rec.Response = &resp
+	}
+	return rec
+}
+
+// Flags of an encoded response: nil and empty are kept apart, so a
+// replay gives back exactly what was stored.
+const (
+	responseHeaderNil byte = 1 << iota
+	responseBodyNil
+)
+
+// encodeResponse writes r as one byte slice: a flags byte, the status, the
+// resource id, the header (name count, then each name and its values,
+// with a nil value list apart from an empty one) and the body, every
+// string and the body prefixed by its length as a uvarint.
+func encodeResponse(r Response) []byte {
+	// The exact size: the slice is kept as long as the record.
+	size := 1 + uvarintLen(uint64(r.Status)) + stringLen(r.ResourceID) + uvarintLen(uint64(len(r.Header))) + uvarintLen(uint64(len(r.Body))) + len(r.Body)
+	for name, values := range r.Header {
+		size += stringLen(name) + uvarintLen(uint64(len(values))+1)
+		for _, v := range values {
+			size += stringLen(v)
+		}
+	}
+	var flags byte
+	if r.Header == nil {
+		flags |= responseHeaderNil
+	}
+	if r.Body == nil {
+		flags |= responseBodyNil
+	}
+	b := make([]byte, 0, size)
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(r.Status))
+	b = appendString(b, r.ResourceID)
+	b = binary.AppendUvarint(b, uint64(len(r.Header)))
+	for name, values := range r.Header {
+		b = appendString(b, name)
+		if values == nil {
+			b = binary.AppendUvarint(b, 0)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(values))+1)
+		for _, v := range values {
+			b = appendString(b, v)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Body)))
+	return append(b, r.Body...)
+}
+
+// uvarintLen is the size of v as a uvarint.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// stringLen is the size of s with its length prefix.
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// errCorruptResponse means bytes encodeResponse did not write; the store
+// only decodes what it encoded, so it is never expected.
+var errCorruptResponse = errors.New("testserver: corrupt stored response")
+
+// decodeResponse reverses encodeResponse.
+func decodeResponse(b []byte) (Response, error) {
+	d := responseDecoder{b: b}
+	flags := d.byte()
+	resp := Response{Status: int(d.uvarint()), ResourceID: d.string()}
+	names := d.uvarint()
+	if flags&responseHeaderNil == 0 && d.err == nil {
+		resp.Header = make(http.Header, min(names, uint64(len(b))))
+	}
+	for range names {
+		name := d.string()
+		count := d.uvarint()
+		if d.err != nil || resp.Header == nil {
+			d.err = errCorruptResponse
+			break
+		}
+		if count == 0 {
+			resp.Header[name] = nil
+			continue
+		}
+		if count-1 > uint64(len(d.b)) { // every value takes at least its length byte
+			d.err = errCorruptResponse
+			break
+		}
+		values := make([]string, count-1)
+		for i := range values {
+			values[i] = d.string()
+		}
+		resp.Header[name] = values
+	}
+	body := d.bytes()
+	if flags&responseBodyNil == 0 && d.err == nil {
+		resp.Body = append([]byte{}, body...)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return Response{}, errCorruptResponse
+	}
+	return resp, nil
+}
+
+// responseDecoder reads the fields encodeResponse wrote; after the first
+// error every read returns a zero value and err stays set.
+type responseDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *responseDecoder) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.err = errCorruptResponse
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *responseDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errCorruptResponse
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *responseDecoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.err = errCorruptResponse
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *responseDecoder) string() string { return string(d.bytes()) }
