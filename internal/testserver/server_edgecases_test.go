@@ -50,9 +50,12 @@ func TestUnavailableIsNeverFinalEvenWithStore5xx(t *testing.T) {
 		defer close(done)
 		s.Handler().ServeHTTP(rec, req)
 	}()
-	require.Eventually(t, func() bool {
-		return do(t, ts.Client(), ts.URL, pay("alice", "k-503")).status == http.StatusConflict
-	}, 5*time.Second, 5*time.Millisecond, "the first request holds the key")
+	// Probing with a second request before the first one holds the key
+	// would let the probe take the key and wait out the delay itself.
+	scope := Scope{Principal: "alice", Method: http.MethodPost, Route: routePayments}
+	require.Eventually(t, func() bool { return holdsReservation(s, scope, "k-503") },
+		5*time.Second, time.Millisecond, "the first request holds the key")
+	require.Equal(t, http.StatusConflict, do(t, ts.Client(), ts.URL, pay("alice", "k-503")).status)
 	cancel()
 	<-done
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code, "body: %s", rec.Body)
@@ -62,4 +65,14 @@ func TestUnavailableIsNeverFinalEvenWithStore5xx(t *testing.T) {
 	decodePayment(t, retry)
 	assert.Empty(t, retry.header.Get(ReplayedHeader))
 	assert.Equal(t, 1, paymentCount(t, s))
+}
+
+// holdsReservation reports whether key is reserved, not completed, in the
+// memory store of s.
+func holdsReservation(s *Server, scope Scope, key string) bool {
+	store := s.Store().(*MemoryStore)
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	rec, ok := store.records[scope][key]
+	return ok && !rec.completed
 }
