@@ -366,7 +366,7 @@ func TestPostgresRefusesForeignTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	conn, err := pgx.Connect(ctx, testenv.PostgresDSN(t))
+	conn, err := pgx.Connect(ctx, testenv.DirectDSN(testenv.PostgresDSN(t)))
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
 	_, err = conn.Exec(ctx, `CREATE SCHEMA `+schema+`; CREATE TABLE `+schema+`.intents (id integer PRIMARY KEY)`)
@@ -383,7 +383,7 @@ func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
 	openPostgresIn(t, schema, nil) // an administrator creates the keystore
 
 	// The application's role may only read and write the table.
-	u, err := url.Parse(testenv.PostgresDSN(t))
+	u, err := url.Parse(testenv.DirectDSN(testenv.PostgresDSN(t)))
 	if err != nil || u.Scheme == "" {
 		t.Skip("IDEM_TEST_POSTGRES is not a URL; cannot derive a DSN for a restricted role")
 	}
@@ -422,7 +422,10 @@ func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
 func TestPostgresPoolSize(t *testing.T) {
 	t.Parallel()
 	schema := newPostgresTestSchema(t)
-	p := openPostgresIn(t, schema, nil)
+	// The test DSN caps pools; the default shows on a DSN without the cap.
+	p, err := OpenPostgres(context.Background(), testenv.DirectDSN(testenv.PostgresDSN(t)), &PostgresOptions{Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
 	assert.Equal(t, DefaultPostgresMaxConns, p.pool.Stat().MaxConns(), "the default pool covers concurrent calls, not CPUs")
 	p = openPostgresIn(t, schema, &PostgresOptions{MaxConns: 5})
 	assert.Equal(t, int32(5), p.pool.Stat().MaxConns())

@@ -112,7 +112,7 @@ func TestPostgresAddsColumnsToAnOlderTable(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, first.Close())
 
-	conn, err := pgx.Connect(ctx, testenv.PostgresDSN(t))
+	conn, err := pgx.Connect(ctx, testenv.DirectDSN(testenv.PostgresDSN(t)))
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
 	table := pgx.Identifier{schema, DefaultPostgresTable}.Sanitize()

@@ -3,7 +3,9 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +20,53 @@ const (
 	RedisEnv    = "IDEM_TEST_REDIS"
 )
 
+// testPoolMaxConns caps every connection pool a test opens. The stores
+// default to 16 connections per pool, and packages run their tests in
+// parallel against one server, so uncapped pools would exhaust a default
+// max_connections of 100.
+const testPoolMaxConns = 4
+
 // PostgresDSN returns the DSN of the test database, or skips the test when
-// IDEM_TEST_POSTGRES is not set.
+// IDEM_TEST_POSTGRES is not set. Unless the variable sets pool_max_conns
+// itself, the DSN caps pools at a few connections (pgxpool reads
+// pool_max_conns); open single connections with DirectDSN of it.
 func PostgresDSN(tb testing.TB) string {
 	tb.Helper()
-	return lookup(tb, PostgresEnv, "a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	dsn := lookup(tb, PostgresEnv, "a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(testPoolMaxConns))
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " pool_max_conns=" + strconv.Itoa(testPoolMaxConns) // key=value form
+}
+
+// DirectDSN returns dsn without the pool_* settings that only pgxpool
+// understands, for pgx.Connect (which would send them to the server as
+// unknown run-time parameters).
+func DirectDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		for name := range q {
+			if strings.HasPrefix(name, "pool_") {
+				q.Del(name)
+			}
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	fields := strings.Fields(dsn)
+	kept := fields[:0]
+	for _, f := range fields {
+		if !strings.HasPrefix(f, "pool_") {
+			kept = append(kept, f)
+		}
+	}
+	return strings.Join(kept, " ")
 }
 
 // RedisURL returns the URL of the test Redis server, or skips the test when
@@ -52,7 +96,7 @@ func PostgresSchema(tb testing.TB, dsn, prefix string) string {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
+		conn, err := pgx.Connect(ctx, DirectDSN(dsn))
 		if err != nil {
 			tb.Errorf("drop schema %s: %v", name, err)
 			return

@@ -28,8 +28,19 @@ func TestUnsetServicesSkip(t *testing.T) {
 func TestSetServicesAreReturned(t *testing.T) {
 	t.Setenv(PostgresEnv, "postgres://example/db")
 	t.Setenv(RedisEnv, "redis://example/0")
-	assert.Equal(t, "postgres://example/db", PostgresDSN(t))
+	assert.Equal(t, "postgres://example/db?pool_max_conns=4", PostgresDSN(t), "test pools are capped")
 	assert.Equal(t, "redis://example/0", RedisURL(t))
+
+	t.Setenv(PostgresEnv, "postgres://example/db?pool_max_conns=9&sslmode=disable")
+	assert.Equal(t, "postgres://example/db?pool_max_conns=9&sslmode=disable", PostgresDSN(t), "a cap the variable sets wins")
+	t.Setenv(PostgresEnv, "host=example dbname=db")
+	assert.Equal(t, "host=example dbname=db pool_max_conns=4", PostgresDSN(t))
+}
+
+func TestDirectDSNDropsPoolSettings(t *testing.T) {
+	assert.Equal(t, "postgres://example/db?sslmode=disable",
+		DirectDSN("postgres://example/db?pool_max_conns=4&sslmode=disable"))
+	assert.Equal(t, "host=example dbname=db", DirectDSN("host=example pool_max_conns=4 dbname=db"))
 }
 
 // A test's schema is its own, and is gone once the test ends.
@@ -41,7 +52,7 @@ func TestPostgresSchemaIsDroppedWhenTheTestEnds(t *testing.T) {
 		t.Run("create", func(t *testing.T) {
 			schema := PostgresSchema(t, dsn, "idem_testenv_")
 			schemas = append(schemas, schema)
-			conn, err := pgx.Connect(t.Context(), dsn)
+			conn, err := pgx.Connect(t.Context(), DirectDSN(dsn))
 			require.NoError(t, err)
 			defer func() { _ = conn.Close(ctx) }()
 			_, err = conn.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
@@ -51,7 +62,7 @@ func TestPostgresSchemaIsDroppedWhenTheTestEnds(t *testing.T) {
 	require.Len(t, schemas, 2)
 	assert.NotEqual(t, schemas[0], schemas[1])
 
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(ctx, DirectDSN(dsn))
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
 	var left int

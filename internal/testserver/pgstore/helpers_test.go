@@ -31,7 +31,7 @@ func openStore(tb testing.TB, dsn, schema string, opts ...Option) *Store {
 // exec runs sql on the test database, for setting up faults.
 func exec(t *testing.T, dsn, sql string) {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), dsn)
+	conn, err := pgx.Connect(t.Context(), testenv.DirectDSN(dsn))
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(t.Context(), sql)
