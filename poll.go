@@ -33,6 +33,7 @@ var pendingOperationStatuses = map[string]bool{
 // the 202 came from the network in this call (so it is not marked as a
 // local replay).
 func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*http.Response, error) {
+	lastError := rec.LastError
 	ans := c.followOperation(ctx, rec)
 	switch ans.verdict {
 	case verdictDone:
@@ -51,9 +52,14 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 			return nil, c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation gives no answer; reconcile it", c.cfg.retention), ans.status)
 		}
 	}
-	rec.UpdatedAt = c.cfg.now()
-	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
-		c.log.WarnContext(ctx, "idem: storing poll state failed", "key", keyHash(rec.Key), "error", err.Error())
+	// Polls that learnt something are recorded; when no poll was made
+	// (polling disabled, the bound or ctx ended first) the record is as
+	// it was stored and writing it again would only cost a commit.
+	if ans.attempts > 0 || rec.LastError != lastError {
+		rec.UpdatedAt = c.cfg.now()
+		if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+			c.log.WarnContext(ctx, "idem: storing poll state failed", "key", keyHash(rec.Key), "error", err.Error())
+		}
 	}
 	if rec.Response == nil {
 		return nil, nil
