@@ -30,6 +30,22 @@ func beginRequest(b *testing.B) *http.Request {
 	return req
 }
 
+// openRawBolt opens a bare bbolt file with default options (fdatasync on
+// commit) and one bucket, the floor idem's keystore is measured against.
+func openRawBolt(b *testing.B) (*bolt.DB, []byte) {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	bucket := []byte("intents")
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		b.Fatal(err)
+	}
+	return db, bucket
+}
+
 // BenchmarkBeginFloor compares one Begin on an idle bbolt keystore with
 // its floor, one raw bbolt Update (default options, so fdatasync on
 // commit) putting a record of the same size under a fresh UUID. Both
@@ -37,15 +53,7 @@ func beginRequest(b *testing.B) *http.Request {
 func BenchmarkBeginFloor(b *testing.B) {
 	ctx := context.Background()
 	b.Run("op=bolt-update", func(b *testing.B) {
-		db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = db.Close() })
-		bucket := []byte("intents")
-		if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
-			b.Fatal(err)
-		}
+		db, bucket := openRawBolt(b)
 		value, err := json.Marshal(keystore.Record{
 			Key: uuid.NewString(), Method: http.MethodPost, URL: "https://api.example.com/v1/payments",
 			Header: http.Header{"Content-Type": {"application/json"}}, Body: paymentBody,
@@ -150,15 +158,7 @@ func BenchmarkBoltBatch(b *testing.B) {
 	for _, kg := range keyGens {
 		for _, batch := range []int{1, 64} {
 			b.Run(fmt.Sprintf("keys=%s/batch=%d", kg.name, batch), func(b *testing.B) {
-				db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = db.Close() })
-				bucket := []byte("intents")
-				if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
-					b.Fatal(err)
-				}
+				db, bucket := openRawBolt(b)
 				b.ReportAllocs()
 				start := time.Now()
 				for done := 0; done < b.N; done += batch {
