@@ -73,6 +73,39 @@ type Record struct {
 	Host string `json:"host,omitempty"`
 	// AcceptedAt is when a 202 made the intent Accepted; zero before.
 	AcceptedAt time.Time `json:"accepted_at,omitzero"`
+	// MayHaveExecuted is set once an attempt may have taken effect on the
+	// server without the client holding its final answer (a lost answer,
+	// a 5xx, a 409 in progress). From then on only an answer that proves
+	// the outcome, or a reconciliation, settles the intent.
+	MayHaveExecuted bool `json:"may_have_executed,omitempty"`
+	// Reconciliations is the audit trail of verdicts reached without the
+	// server's answer (a Reconciler, or a person through `idem intents
+	// settle`), oldest first.
+	Reconciliations []Reconciliation `json:"reconciliations,omitempty"`
+}
+
+// Outcomes a Reconciliation may record.
+const (
+	ReconciledSucceeded = "succeeded"
+	ReconciledFailed    = "failed"
+	ReconciledUnknown   = "unknown"
+)
+
+// Reconciliation is one verdict on an intent's outcome reached without
+// the server's answer to the request itself.
+type Reconciliation struct {
+	// Outcome is ReconciledSucceeded, ReconciledFailed or
+	// ReconciledUnknown (asked, and still not known).
+	Outcome string `json:"outcome"`
+	// Source is "reconciler" (a function given to the client) or
+	// "manual" (a person).
+	Source string `json:"source"`
+	// By names who decided: a user, a program.
+	By string `json:"by,omitempty"`
+	// At is when the verdict was recorded.
+	At time.Time `json:"at"`
+	// Note is the evidence or reason given.
+	Note string `json:"note,omitempty"`
 }
 
 // Clone returns a deep copy, so callers never share maps or slices with a
@@ -94,6 +127,9 @@ func (r *Record) Clone() *Record {
 			resp.Body = append([]byte(nil), r.Response.Body...)
 		}
 		c.Response = &resp
+	}
+	if r.Reconciliations != nil {
+		c.Reconciliations = append([]Reconciliation(nil), r.Reconciliations...)
 	}
 	return &c
 }
