@@ -27,6 +27,7 @@ type Client struct {
 
 	locks   keyLocks
 	secrets secretVault
+	unsent  unsentSet
 	closed  atomic.Bool
 }
 
@@ -50,6 +51,9 @@ func New(opts ...Option) (*Client, error) {
 	}
 	if cfg.store == nil {
 		cfg.store = keystore.NewMemory()
+	}
+	if !cfg.retentionSet && cfg.dialect.Retention > 0 {
+		cfg.retention = cfg.dialect.Retention
 	}
 	if cfg.httpClient == nil {
 		cfg.httpClient = cleanhttp.DefaultPooledClient()
@@ -124,20 +128,6 @@ func NewKeyV7() (string, error) {
 		return "", fmt.Errorf("idem: generating key: %w", err)
 	}
 	return u.String(), nil
-}
-
-// validKey reports whether k is 1–255 visible ASCII characters, as the
-// protocol demands.
-func validKey(k string) bool {
-	if len(k) == 0 || len(k) > 255 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // keyLocks serialises Do calls on one key within this process, so

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/dialect"
+
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/keystore"
 )
@@ -60,12 +62,12 @@ func TestKeyGenerators(t *testing.T) {
 		b, err := gen()
 		require.NoError(t, err)
 		assert.NotEqual(t, a, b)
-		assert.True(t, validKey(a))
+		assert.NoError(t, dialect.Draft().CheckKey(a))
 	}
-	assert.False(t, validKey(""))
-	assert.False(t, validKey(strings.Repeat("a", 256)))
-	assert.False(t, validKey("a b"))
-	assert.True(t, validKey(strings.Repeat("~", 255)))
+	assert.Error(t, dialect.Draft().CheckKey(""))
+	assert.Error(t, dialect.Draft().CheckKey(strings.Repeat("a", 256)))
+	assert.Error(t, dialect.Draft().CheckKey("a b"))
+	assert.NoError(t, dialect.Draft().CheckKey(strings.Repeat("~", 255)))
 }
 
 func TestLogsNeverCarryKeysOrBodies(t *testing.T) {

@@ -1,11 +1,9 @@
 package idem
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/idemkit/idem/keystore"
@@ -114,9 +112,28 @@ func (c *Client) settleRecord(ctx context.Context, rec *keystore.Record) (*http.
 		return nil, fmt.Errorf("idem: intent (key hash %s) has unknown state %q", keyHash(rec.Key), rec.State)
 	}
 	if age := c.cfg.now().Sub(rec.CreatedAt); age > c.cfg.retention {
-		return nil, c.expire(ctx, rec, fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention), 0)
+		err := c.expire(ctx, rec, fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention), 0)
+		return c.reconcileOr(ctx, rec, nil, err)
 	}
 	return c.sendPending(ctx, rec)
+}
+
+// reconcileOr runs the Reconciler, when there is one, on rec, which
+// resending cannot settle; resp and err are what Do returns when the
+// reconciler does not settle it (none configured, an error, or still
+// unknown).
+func (c *Client) reconcileOr(ctx context.Context, rec *keystore.Record, resp *http.Response, err error) (*http.Response, error) {
+	if c.cfg.reconciler == nil {
+		return resp, err
+	}
+	settled, rerr := c.runReconciler(ctx, rec)
+	if rerr != nil {
+		return resp, errors.Join(err, rerr)
+	}
+	if !settled {
+		return resp, err
+	}
+	return c.settleRecord(ctx, rec)
 }
 
 // expire marks an unsettled intent Expired, why being the record's last
@@ -130,133 +147,18 @@ func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, l
 	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
 	c.secrets.forget(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
-	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+	wctx, cancel := c.writeContext(ctx)
+	defer cancel()
+	if err := c.store.Update(wctx, rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
 	}
 	return ge
 }
 
-// sendPending sends a Pending intent and stores what came of it.
-func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
-	}
-	if rec.Host != "" {
-		req.Host = rec.Host
-	}
-	// The template's header is only read (every attempt clones it), so
-	// it may share its value slices with the record and the secrets.
-	secrets := c.secrets.get(rec.Key)
-	req.Header = make(http.Header, len(rec.Header)+len(secrets))
-	for name, values := range rec.Header {
-		req.Header[name] = values
-	}
-	for name, values := range secrets {
-		req.Header[name] = values
-	}
-	res := c.send(ctx, &call{
-		req:    req,
-		body:   rec.Body,
-		key:    rec.Key,
-		keyed:  true,
-		logID:  rec.Key,
-		client: c.sender,
-	})
-	rec.Attempts += res.attempts
-	rec.UpdatedAt = c.cfg.now()
-	if res.stop != nil {
-		return c.stayPending(ctx, rec, res)
-	}
-
-	stored, truncated, err := capture(res.resp)
-	if err != nil {
-		// The server answered but the answer was lost on the way: the
-		// effect may have happened, and a resume will get the replay.
-		res.stop, res.lastErr, res.unknown, res.resp = ErrOutcomeUnknown, err, true, nil
-		return c.stayPending(ctx, rec, res)
-	}
-	resp := res.resp
-	rec.Response = stored
-	rec.LastError = ""
-	if truncated {
-		rec.LastError = fmt.Sprintf("response body over %d bytes; not kept for local replays", MaxBodySize)
-	}
-	var callErr error
-	switch res.outcome {
-	case outcomeSuccess:
-		rec.State = Succeeded
-	case outcomeAccepted:
-		rec.State = Accepted
-		rec.AcceptedAt = rec.UpdatedAt
-		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
-	case outcomeKeyReused:
-		rec.State = Failed
-		callErr = &GiveUpError{Reason: ErrKeyReused, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
-	default:
-		rec.State = Failed
-		callErr = &GiveUpError{Reason: ErrFinalFailure, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
-	}
-	if callErr != nil {
-		rec.LastError = callErr.Error()
-	}
-	// Stored even when ctx has ended: the answer is what makes the intent
-	// final, and losing it would send the caller to the server again. A
-	// settled record is never modified again (only read by Do's caller
-	// through Intent.refresh), so the store may keep it as it is; an
-	// Accepted one is still changed by polling and is copied.
-	write := c.store.Update
-	if rec.State != Accepted {
-		write = c.storeSettled
-	}
-	if err := write(context.WithoutCancel(ctx), rec); err != nil {
-		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
-	}
-	if c.debugEnabled(ctx) {
-		c.log.DebugContext(ctx, "idem: intent settled", "key", keyHash(rec.Key), "state", string(rec.State), "status", resp.StatusCode)
-	}
-	if rec.State == Accepted {
-		return c.poll(ctx, rec, true)
-	}
-	c.secrets.forget(rec.Key)
-	return resp, callErr
-}
-
-// stayPending records a give-up durably (attempts, last error) and
-// returns the give-up error with the last response, if any, buffered.
-func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sendResult) (*http.Response, error) {
-	ge := res.giveUp(rec.Key)
-	rec.LastError = ge.Error()
-	resp := bufferLast(res.resp)
-	c.log.DebugContext(ctx, "idem: gave up; intent stays pending", "key", keyHash(rec.Key), "attempts", res.attempts, "reason", fmt.Sprint(ge.Reason))
-	// The record is written even when ctx has ended: losing the attempt
-	// count would hide how often the intent was tried.
-	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
-		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
-	}
-	return resp, ge
-}
-
-// bufferLast reads the last response of a give-up into memory, so the
-// connection goes back to the pool whether or not the caller closes it.
-func bufferLast(resp *http.Response) *http.Response {
-	if resp == nil {
-		return nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
-	resp.Body.Close()
-	if err != nil {
-		body = nil
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	return resp
-}
-
 // localReplay rebuilds the stored answer of a settled intent.
 func (c *Client) localReplay(rec *keystore.Record) *http.Response {
 	if rec.Response == nil {
-		return nil
+		return reconciledResponse(rec)
 	}
 	return storedResponse(rec.Response, recordRequest(rec), true)
 }
@@ -275,7 +177,10 @@ func (c *Client) failedError(rec *keystore.Record) error {
 	case rec.Operation != "" && operationGoneStatus(rec.Response.Status):
 		// Only polling stores an answer after a 202 set the operation.
 		ge.Reason = ErrOperationGone
-	case classify(rec.Method, true, storedResponse(rec.Response, nil, false), nil) == outcomeKeyReused:
+	case rec.Operation != "" && rec.Response.Status >= 200 && rec.Response.Status <= 299:
+		// A 2xx stored as a failure is an operation document saying so.
+		ge.Reason = ErrOperationFailed
+	case classify(&c.cfg.dialect, rec.Method, true, storedResponse(rec.Response, nil, false), nil) == outcomeKeyReused:
 		ge.Reason = ErrKeyReused
 	}
 	return ge

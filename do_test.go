@@ -95,7 +95,9 @@ func TestDoDeadlineShorterThanRetryAfterReturnsAtOnce(t *testing.T) {
 	assert.Equal(t, 1, ge.Attempts)
 	assert.Equal(t, http.StatusServiceUnavailable, ge.LastStatus)
 	assert.Equal(t, in.Key, ge.Key)
-	assert.False(t, ge.OutcomeUnknown, "a 503 before the handler ran has no effect")
+	// A plain 503 may come from a proxy that forwarded the request: the
+	// client cannot tell it from one sent before the handler ran.
+	assert.True(t, ge.OutcomeUnknown, "a plain 503 may follow an executed request")
 	require.NotNil(t, resp)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, Pending, in.State)

@@ -37,6 +37,11 @@ var (
 	// The intent is Failed with that answer stored and is never resent nor
 	// polled again; reconcile it by hand.
 	ErrOperationGone = errors.New("idem: the accepted operation is gone from the server; reconcile it")
+	// ErrOperationFailed: the operation of an accepted intent reports
+	// that it failed or was canceled (a document whose status says so,
+	// as the dialect reads it). The intent is Failed with that document
+	// stored. It matches ErrFinalFailure too.
+	ErrOperationFailed = fmt.Errorf("%w: the accepted operation reports failure", ErrFinalFailure)
 	// ErrRetriesExhausted: every attempt allowed was made without a final
 	// answer.
 	ErrRetriesExhausted = errors.New("idem: retries exhausted")

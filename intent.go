@@ -70,6 +70,13 @@ type Intent struct {
 	AcceptedAt time.Time
 	// LastError describes the last failure, "" if none.
 	LastError string
+	// MayHaveExecuted is set once an attempt may have taken effect
+	// without the client holding the final answer; only an answer that
+	// proves the outcome, or a reconciliation, settles the intent then.
+	MayHaveExecuted bool
+	// Reconciliations is the audit trail of verdicts reached without the
+	// server's answer (WithReconciler, Settle), oldest first.
+	Reconciliations []keystore.Reconciliation
 }
 
 func intentFromRecord(r *keystore.Record) *Intent {
@@ -97,6 +104,8 @@ func (in *Intent) refresh(r *keystore.Record) {
 	in.Operation = r.Operation
 	in.AcceptedAt = r.AcceptedAt
 	in.LastError = r.LastError
+	in.MayHaveExecuted = r.MayHaveExecuted
+	in.Reconciliations = r.Reconciliations
 }
 
 // Begin turns req into an intent: it reads the body, computes the payload
@@ -125,10 +134,10 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	if req.Header.Get("Idempotency-Key") != "" {
-		return nil, fmt.Errorf("%w: the request carries an Idempotency-Key; an intent generates its own (see WithKeyGenerator)", ErrInvalidRequest)
+	if c.carriesKeyHeader(req.Header) {
+		return nil, fmt.Errorf("%w: the request carries an %s header; an intent generates its own (see WithKeyGenerator)", ErrInvalidRequest, c.cfg.dialect.KeyHeader)
 	}
-	body, err := requestBody(req)
+	payload, err := requestBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +146,9 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	header, secrets := c.splitSecrets(req.Header)
 	target, secrets := withoutURLCredentials(req.URL, secrets)
 
-	key, err := c.cfg.keyGen()
+	key, body, err := c.intentKey(payload)
 	if err != nil {
-		return nil, fmt.Errorf("idem: generating key: %w", err)
-	}
-	if !validKey(key) {
-		return nil, fmt.Errorf("idem: key generator returned an invalid key (need 1-255 visible ASCII characters)")
+		return nil, err
 	}
 	now := c.cfg.now()
 	rec := &keystore.Record{
@@ -153,7 +159,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		Host:        host,
 		Header:      header,
 		Body:        body,
-		Fingerprint: Fingerprint(method, target, body),
+		Fingerprint: Fingerprint(method, target, payload),
 		State:       keystore.Pending,
 		CreatedAt:   now,
 		UpdatedAt:   now,
@@ -170,11 +176,62 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 		}
 		rec = existing
 	}
+	if created {
+		c.unsent.put(rec.Key)
+	}
 	c.secrets.put(rec.Key, secrets)
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
 	return intentFromRecord(rec), nil
+}
+
+// carriesKeyHeader reports whether h holds the dialect's key header under
+// any spelling.
+func (c *Client) carriesKeyHeader(h http.Header) bool {
+	name := c.cfg.dialect.KeyHeader
+	if name == "" {
+		return false
+	}
+	for n, values := range h {
+		if len(values) > 0 && strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// intentKey makes the key of a new intent whose payload is body and
+// returns it with the body to send. A dialect that carries the key in a
+// JSON body member takes the member's value when the body has one, and
+// otherwise gets a new key written into the body.
+func (c *Client) intentKey(body []byte) (string, []byte, error) {
+	d := &c.cfg.dialect
+	if d.KeyField != "" {
+		k, ok, err := bodyKey(body, d.KeyField)
+		if err != nil {
+			return "", nil, err
+		}
+		if ok {
+			if err := d.CheckKey(k); err != nil {
+				return "", nil, fmt.Errorf("%w: body member %q: %v", ErrInvalidRequest, d.KeyField, err)
+			}
+			return k, body, nil
+		}
+	}
+	key, err := c.cfg.keyGen()
+	if err != nil {
+		return "", nil, fmt.Errorf("idem: generating key: %w", err)
+	}
+	if err := d.CheckKey(key); err != nil {
+		return "", nil, fmt.Errorf("idem: key generator returned an invalid key: %w", err)
+	}
+	if d.KeyField != "" {
+		if body, err = withBodyKey(body, d.KeyField, key); err != nil {
+			return "", nil, err
+		}
+	}
+	return key, body, nil
 }
 
 // createRecord stores a record the caller built and only reads from then

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idemkit/idem/dialect"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -61,6 +62,10 @@ type config struct {
 	opGrace       time.Duration
 	now           func() time.Time
 	claims        claimConfig
+	dialect       dialect.Dialect
+	retentionSet  bool
+	reconciler    Reconciler
+	writeGrace    time.Duration
 }
 
 func defaultConfig() config {
@@ -81,6 +86,8 @@ func defaultConfig() config {
 		opGrace:      DefaultOperationGrace,
 		now:          time.Now,
 		claims:       defaultClaimConfig(),
+		dialect:      dialect.Draft(),
+		writeGrace:   DefaultWriteGrace,
 	}
 }
 
@@ -194,6 +201,7 @@ func WithRetention(d time.Duration) Option {
 			return fmt.Errorf("idem: WithRetention(%s): need a positive duration", d)
 		}
 		c.retention = d
+		c.retentionSet = true
 		return nil
 	}
 }
@@ -287,6 +295,33 @@ func WithOperationGrace(d time.Duration) Option {
 			return fmt.Errorf("idem: WithOperationGrace(%s): need a duration >= 0", d)
 		}
 		c.opGrace = d
+		return nil
+	}
+}
+
+// WithDialect sets how the client speaks idempotency to its server: the
+// key's header (or body field) and form, how answers are judged, how long
+// the provider keeps keys, and how operation documents are read. Default
+// dialect.Draft(). Unless WithRetention is given too, the dialect's
+// documented retention is the client's.
+func WithDialect(d dialect.Dialect) Option {
+	return func(c *config) error {
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("idem: WithDialect: %w", err)
+		}
+		c.dialect = d
+		return nil
+	}
+}
+
+// WithWriteGrace bounds the keystore writes Do makes after its context has
+// ended (see DefaultWriteGrace). Default DefaultWriteGrace.
+func WithWriteGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("idem: WithWriteGrace(%s): need a positive duration", d)
+		}
+		c.writeGrace = d
 		return nil
 	}
 }

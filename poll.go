@@ -2,7 +2,6 @@ package idem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,20 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemkit/idem/dialect"
 	"github.com/idemkit/idem/keystore"
 )
-
-// pendingOperationStatuses are the operation `status` values that mean
-// "not final yet".
-var pendingOperationStatuses = map[string]bool{
-	"pending":     true,
-	"processing":  true,
-	"running":     true,
-	"queued":      true,
-	"in_progress": true,
-	"in-progress": true,
-	"accepted":    true,
-}
 
 // poll follows an Accepted intent's operation as Do documents it: GET its
 // Location (with the request editor, and with the intent's secrets and
@@ -40,6 +28,8 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 		return c.settleOperation(ctx, rec, Succeeded, ans, nil)
 	case verdictFailed:
 		return c.settleOperation(ctx, rec, Failed, ans, ErrFinalFailure)
+	case verdictOperationFailed:
+		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationFailed)
 	case verdictGone:
 		if c.pastRetention(rec) {
 			return nil, c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation is gone (status %d); reconcile it", c.cfg.retention, ans.status), ans.status)
@@ -57,7 +47,9 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 	// it was stored and writing it again would only cost a commit.
 	if ans.attempts > 0 || rec.LastError != lastError {
 		rec.UpdatedAt = c.cfg.now()
-		if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+		wctx, cancel := c.writeContext(ctx)
+		defer cancel()
+		if err := c.store.Update(wctx, rec); err != nil {
 			c.log.WarnContext(ctx, "idem: storing poll state failed", "key", keyHash(rec.Key), "error", err.Error())
 		}
 	}
@@ -87,6 +79,9 @@ const (
 	verdictGone
 	// verdictFailed: another final 4xx.
 	verdictFailed
+	// verdictOperationFailed: a final 2xx document whose status says the
+	// operation failed or was canceled.
+	verdictOperationFailed
 )
 
 // pollAnswer is what polling an operation came to.
@@ -174,10 +169,17 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) pollAnswer 
 		case err != nil:
 			rec.LastError = fmt.Sprintf("polling the operation: %v", err)
 			ans.next = c.cfg.pollInterval
-		case !truncated && operationPending(stored.Body):
-			ans.verdict, ans.next = verdictPending, c.pollWait(resp)
-		default:
+		case truncated:
 			ans.verdict, ans.final = verdictDone, &finalAnswer{resp: resp, stored: stored}
+		default:
+			switch c.cfg.dialect.OperationStatus(stored.Body) {
+			case dialect.OperationPending:
+				ans.verdict, ans.next = verdictPending, c.pollWait(resp)
+			case dialect.OperationFailed, dialect.OperationCanceled:
+				ans.verdict, ans.final = verdictOperationFailed, &finalAnswer{resp: resp, stored: stored}
+			default:
+				ans.verdict, ans.final = verdictDone, &finalAnswer{resp: resp, stored: stored}
+			}
 		}
 	case operationGoneStatus(code) && c.withinGrace(rec):
 		bufferLast(resp)
@@ -257,7 +259,9 @@ func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, stat
 		rec.LastError = ge.Error()
 		callErr = ge
 	}
-	if err := c.store.Update(context.WithoutCancel(ctx), rec); err != nil {
+	wctx, cancel := c.writeContext(ctx)
+	defer cancel()
+	if err := c.store.Update(wctx, rec); err != nil {
 		return ans.final.resp, errors.Join(callErr, fmt.Errorf("idem: storing the operation's answer (the intent stays accepted): %w", err))
 	}
 	c.secrets.forget(rec.Key)
@@ -274,18 +278,6 @@ func (c *Client) pollWait(resp *http.Response) time.Duration {
 		return max(hint, c.cfg.pollInterval)
 	}
 	return c.cfg.pollInterval
-}
-
-// operationPending reports whether an operation document says it is not
-// final yet. A body that is not a JSON object with a status is final.
-func operationPending(body []byte) bool {
-	var doc struct {
-		Status string `json:"status"`
-	}
-	if json.Unmarshal(body, &doc) != nil {
-		return false
-	}
-	return pendingOperationStatuses[strings.ToLower(doc.Status)]
 }
 
 // operationURL resolves a 202's Location against the request URL (RFC

@@ -92,12 +92,8 @@ func TestDoHandsBackAcceptedAndResumesPolling(t *testing.T) {
 	assert.Positive(t, gets)
 }
 
-func TestOperationPending(t *testing.T) {
+func TestOperationURL(t *testing.T) {
 	t.Parallel()
-	assert.True(t, operationPending([]byte(`{"status":"pending"}`)))
-	assert.True(t, operationPending([]byte(`{"status":"Processing"}`)))
-	assert.False(t, operationPending([]byte(`{"status":"succeeded"}`)))
-	assert.False(t, operationPending([]byte(`not json`)))
 	assert.Equal(t, "https://a.example/v1/operations/op_1", operationURL("https://a.example/v1/payouts", "/v1/operations/op_1"))
 	assert.Equal(t, "https://b.example/x", operationURL("https://a.example/v1/payouts", "https://b.example/x"))
 }

@@ -70,9 +70,13 @@ func TestDoFollowsTemporaryRedirectWithTheKey(t *testing.T) {
 
 // net/http turns a POST answered 301, 302 or 303 into a GET of the
 // Location. For an intent that would store the GET's answer as the
-// POST's: a payment never made, reported Succeeded. The 3xx is the
-// answer instead, final and not resent.
-func TestDoDoesNotTurnAPostIntoAGetOnSeeOther(t *testing.T) {
+// POST's: a payment never made, reported Succeeded. The 3xx is the answer
+// instead, never followed and never resent. A 303 says the server
+// processed the request and points at the result (RFC 9110 §15.4.4): the
+// intent is Succeeded with the 303 stored. A 301 or 302 may follow a
+// processed POST (the old Post/Redirect/Get) or none at all: the outcome
+// is unknown, and the intent stays Pending, for a reconciliation.
+func TestDoDoesNotTurnAPostIntoAGetOnRedirect(t *testing.T) {
 	t.Parallel()
 	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther} {
 		var got seen
@@ -88,11 +92,18 @@ func TestDoDoesNotTurnAPostIntoAGetOnSeeOther(t *testing.T) {
 		c := newTestClient(t)
 		in := begin(t, c, "", paymentRequest(t, srv.URL, 1000, "see-other"))
 		resp, err := c.Do(context.Background(), in)
-		require.ErrorIs(t, err, ErrFinalFailure, "status %d", code)
 		require.NotNil(t, resp)
 		assert.Equal(t, code, resp.StatusCode)
 		assert.Equal(t, "/v1/payments/list", resp.Header.Get("Location"))
-		assert.Equal(t, Failed, in.State, "a POST answered %d did not succeed", code)
+		if code == http.StatusSeeOther {
+			require.NoError(t, err)
+			assert.Equal(t, Succeeded, in.State, "a 303 answers a processed request")
+		} else {
+			require.ErrorIs(t, err, ErrOutcomeUnknown, "status %d", code)
+			assert.NotErrorIs(t, err, ErrFinalFailure, "status %d is not a refusal", code)
+			assert.Equal(t, Pending, in.State, "a POST answered %d may have been processed", code)
+			assert.True(t, in.MayHaveExecuted)
+		}
 		reqs := got.all()
 		require.Len(t, reqs, 1, "neither followed as a GET nor resent")
 		assert.Equal(t, http.MethodPost, reqs[0].method)

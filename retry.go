@@ -5,14 +5,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // outcome is what one attempt's result means for the call, following the
@@ -20,19 +20,31 @@ import (
 type outcome int
 
 const (
-	// outcomeSuccess: a 2xx other than 202-with-Location (a replay too).
+	// outcomeSuccess: the request was executed and this is its final
+	// answer (a 2xx other than 202-with-Location, a replay, a 303).
 	outcomeSuccess outcome = iota
 	// outcomeAccepted: 202 with a Location to poll.
 	outcomeAccepted
-	// outcomeRetry: worth another attempt with the same key: 408, 425, 429,
-	// 500, 502, 503, 504, 409 /in-progress; a transport error before the
-	// request was written; or after it, when the request is keyed or the
-	// method idempotent.
+	// outcomeRetry: not executed this time (429, 408, 425, a store that
+	// failed closed), or a transport error before the request was
+	// written: worth another attempt with the same key.
 	outcomeRetry
-	// outcomeKeyReused: 422 /key-reused; never retried.
+	// outcomeRetryUnsure: may have been executed (a 5xx, a 409 in
+	// progress, a transport error after the request may have been
+	// written, keyed or idempotent): worth another attempt with the same
+	// key, and the intent may have taken effect.
+	outcomeRetryUnsure
+	// outcomeKeyReused: the key belongs to another payload; never retried.
 	outcomeKeyReused
-	// outcomeFinal: a final non-2xx answer (other 4xx, 501, 505, 3xx, ...).
-	outcomeFinal
+	// outcomeRejected: the server proves it did not execute the request;
+	// final.
+	outcomeRejected
+	// outcomeRefused: a final refusal that proves nothing about earlier
+	// attempts (401, 403, a validation error, 501 ...).
+	outcomeRefused
+	// outcomeUnresolvable: may have been executed, and resending will not
+	// tell (a replayed 500, 301/302 after a POST); stop.
+	outcomeUnresolvable
 	// outcomeUnknown: the request may have taken effect and may not be
 	// resent: a transport error after it may have been written, unkeyed and
 	// non-idempotent, or the caller cancelled it in flight.
@@ -48,10 +60,16 @@ func (o outcome) String() string {
 		return "accepted"
 	case outcomeRetry:
 		return "retry"
+	case outcomeRetryUnsure:
+		return "retry-unsure"
 	case outcomeKeyReused:
 		return "key-reused"
-	case outcomeFinal:
-		return "final"
+	case outcomeRejected:
+		return "rejected"
+	case outcomeRefused:
+		return "refused"
+	case outcomeUnresolvable:
+		return "unresolvable"
 	case outcomeUnknown:
 		return "unknown"
 	default:
@@ -59,20 +77,40 @@ func (o outcome) String() string {
 	}
 }
 
-// Problem type suffixes the protocol defines; clients match on the suffix
-// so any server's type URI prefix works.
-const (
-	problemSuffixInProgress = "/in-progress"
-	problemSuffixKeyReused  = "/key-reused"
-)
+// retried reports whether the outcome asks for another attempt.
+func (o outcome) retried() bool { return o == outcomeRetry || o == outcomeRetryUnsure }
+
+// outcomeOfVerdict maps a dialect's verdict on an answer to an outcome.
+func outcomeOfVerdict(v dialect.Verdict) outcome {
+	switch v {
+	case dialect.Success:
+		return outcomeSuccess
+	case dialect.Accepted:
+		return outcomeAccepted
+	case dialect.InProgress, dialect.RetryMaybeExecuted:
+		return outcomeRetryUnsure
+	case dialect.RetryNotExecuted:
+		return outcomeRetry
+	case dialect.KeyReused:
+		return outcomeKeyReused
+	case dialect.Rejected:
+		return outcomeRejected
+	case dialect.Unresolvable:
+		return outcomeUnresolvable
+	default:
+		return outcomeRefused
+	}
+}
 
 // classify decides what one attempt's result means. keyed says whether the
-// request carried an Idempotency-Key.
+// request carried an idempotency key: a keyed answer is judged by the
+// dialect d, an unkeyed one (a poll, a request Transport does not key) by
+// its status alone.
 //
 // A response, when there is one, wins over err: the server answered. For a
-// 409 or 422 classify reads the problem type from at most problemPeekLimit
-// bytes of an application/problem+json body and puts them back, so
-// resp.Body still yields the whole body.
+// non-2xx keyed answer, classify shows the dialect at most
+// dialect.BodyPeek bytes of the body and puts them back, so resp.Body
+// still yields the whole body.
 //
 // A context.Canceled error is never retried: it is outcomeUnknown when the
 // request may have been written. A deadline is treated as a timeout like
@@ -80,9 +118,12 @@ const (
 // context.DeadlineExceeded; the retry loop stops on its own ctx.Err(), which
 // covers the caller's deadline. A call with neither a response nor an
 // error is a misuse; it gives outcomeUnknown so nothing is assumed.
-func classify(method string, keyed bool, resp *http.Response, err error) outcome {
+func classify(d *dialect.Dialect, method string, keyed bool, resp *http.Response, err error) outcome {
 	if resp != nil {
-		return classifyResponse(resp)
+		if keyed {
+			return outcomeOfVerdict(d.Classify(answerOf(method, resp)))
+		}
+		return classifyUnkeyed(method, resp.StatusCode)
 	}
 	if err == nil {
 		return outcomeUnknown
@@ -94,38 +135,52 @@ func classify(method string, keyed bool, resp *http.Response, err error) outcome
 		return outcomeUnknown
 	}
 	if keyed || isIdempotentMethod(method) {
-		return outcomeRetry
+		return outcomeRetryUnsure
 	}
 	return outcomeUnknown
 }
 
-// classifyResponse maps a status code (and, for 409 and 422, the problem
-// type) to an outcome.
-func classifyResponse(resp *http.Response) outcome {
-	code := resp.StatusCode
+// classifyUnkeyed judges an answer to a request without a key by its
+// status: only the answers that say "try again" are retried, and an
+// answer to a non-idempotent request that may have executed is not.
+func classifyUnkeyed(method string, code int) outcome {
 	switch {
-	case code == http.StatusAccepted && resp.Header.Get("Location") != "":
-		return outcomeAccepted
+	case code == http.StatusAccepted:
+		return outcomeSuccess
 	case code >= 200 && code <= 299:
 		return outcomeSuccess
 	}
 	switch code {
-	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
 		return outcomeRetry
-	case http.StatusConflict:
-		if strings.HasSuffix(problemType(resp), problemSuffixInProgress) {
-			return outcomeRetry
+	case http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		if isIdempotentMethod(method) {
+			return outcomeRetryUnsure
 		}
-	case http.StatusUnprocessableEntity:
-		if strings.HasSuffix(problemType(resp), problemSuffixKeyReused) {
-			return outcomeKeyReused
-		}
+		return outcomeUnresolvable
 	}
-	// Everything else is a final answer: other 4xx, 501, 505, the rarer
-	// 5xx, and 1xx/3xx that reached us unfollowed.
-	return outcomeFinal
+	return outcomeRefused
+}
+
+// answerOf is what a dialect is shown of resp: its status and header and,
+// for a non-2xx answer, the first dialect.BodyPeek bytes of its body,
+// which are put back so resp.Body still yields the whole body.
+func answerOf(method string, resp *http.Response) dialect.Answer {
+	a := dialect.Answer{Method: method, Status: resp.StatusCode, Header: resp.Header}
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return a
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return a
+	}
+	prefix, readErr := io.ReadAll(io.LimitReader(resp.Body, dialect.BodyPeek))
+	resp.Body = &replayBody{
+		Reader: io.MultiReader(bytes.NewReader(prefix), restOf(resp.Body, readErr)),
+		Closer: resp.Body,
+	}
+	a.Body = prefix
+	return a
 }
 
 // requestMayHaveBeenWritten reports whether a transport error could have
@@ -197,37 +252,6 @@ func isIdempotentMethod(method string) bool {
 	default:
 		return false
 	}
-}
-
-// problemPeekLimit bounds how much of a body classify reads to find a
-// problem type. Problem documents are small; a larger body is not one of
-// the protocol's.
-const problemPeekLimit = 64 << 10
-
-// problemType returns the RFC 9457 type of an application/problem+json
-// response, or "" when the body is not such a document. It reads at most
-// problemPeekLimit bytes and replaces resp.Body with a reader that yields
-// them again followed by the rest, so the caller still sees the whole body.
-func problemType(resp *http.Response) string {
-	if resp.Body == nil || resp.Body == http.NoBody {
-		return ""
-	}
-	mediaType, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if err != nil || mediaType != "application/problem+json" {
-		return ""
-	}
-	prefix, readErr := io.ReadAll(io.LimitReader(resp.Body, problemPeekLimit))
-	resp.Body = &replayBody{
-		Reader: io.MultiReader(bytes.NewReader(prefix), restOf(resp.Body, readErr)),
-		Closer: resp.Body,
-	}
-	var doc struct {
-		Type string `json:"type"`
-	}
-	if json.Unmarshal(prefix, &doc) != nil {
-		return ""
-	}
-	return doc.Type
 }
 
 // restOf is what follows the peeked prefix: the body itself, or the error

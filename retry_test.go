@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 const testProblemPrefix = "https://idemkit.github.io/idem/problems/"
@@ -39,92 +41,101 @@ func problemResponse(status int, typeURI string) *http.Response {
 	return recordedResponse(status, map[string]string{"Content-Type": "application/problem+json"}, body)
 }
 
-// classifyRequestShapes are the three ways a request can relate to retry safety.
-var classifyRequestShapes = []struct {
-	name   string
-	method string
-	keyed  bool
-}{
-	{"unkeyed POST", http.MethodPost, false},
-	{"keyed POST", http.MethodPost, true},
-	{"unkeyed PUT", http.MethodPut, false},
-}
+// draftDialect is the default dialect, for classify.
+var draftDialect = dialect.Draft()
 
 func TestClassifyResponses(t *testing.T) {
 	t.Parallel()
 	location := map[string]string{"Location": "/v1/operations/op_1"}
+	const (
+		success    = outcomeSuccess
+		accepted   = outcomeAccepted
+		retry      = outcomeRetry
+		unsure     = outcomeRetryUnsure
+		reused     = outcomeKeyReused
+		rejected   = outcomeRejected
+		refused    = outcomeRefused
+		unresolved = outcomeUnresolvable
+	)
 	tests := []struct {
 		name string
 		resp func() *http.Response
-		want outcome
+		// keyed is the outcome for a keyed POST (judged by the dialect),
+		// post and put for unkeyed requests (judged by status).
+		keyed, post, put outcome
 	}{
-		{"200", func() *http.Response { return recordedResponse(200, nil, `{}`) }, outcomeSuccess},
-		{"201", func() *http.Response { return recordedResponse(201, nil, `{"id":"pay_1"}`) }, outcomeSuccess},
-		{"204", func() *http.Response { return recordedResponse(204, nil, "") }, outcomeSuccess},
+		{"200", func() *http.Response { return recordedResponse(200, nil, `{}`) }, success, success, success},
+		{"201", func() *http.Response { return recordedResponse(201, nil, `{"id":"pay_1"}`) }, success, success, success},
+		{"204", func() *http.Response { return recordedResponse(204, nil, "") }, success, success, success},
 		{"201 replay", func() *http.Response {
 			return recordedResponse(201, map[string]string{"Idempotent-Replayed": "true"}, `{"id":"pay_1"}`)
-		}, outcomeSuccess},
-		{"202 with Location", func() *http.Response { return recordedResponse(202, location, `{}`) }, outcomeAccepted},
-		{"202 without Location", func() *http.Response { return recordedResponse(202, nil, `{}`) }, outcomeSuccess},
-		{"408", func() *http.Response { return recordedResponse(408, nil, "") }, outcomeRetry},
-		{"425", func() *http.Response { return recordedResponse(425, nil, "") }, outcomeRetry},
-		{"429", func() *http.Response { return recordedResponse(429, map[string]string{"Retry-After": "1"}, "") }, outcomeRetry},
-		{"500", func() *http.Response { return recordedResponse(500, nil, "") }, outcomeRetry},
-		{"502", func() *http.Response { return recordedResponse(502, nil, "") }, outcomeRetry},
-		{"503", func() *http.Response { return recordedResponse(503, nil, "") }, outcomeRetry},
-		{"503 store-unavailable", func() *http.Response { return problemResponse(503, testProblemPrefix+"store-unavailable") }, outcomeRetry},
-		{"504", func() *http.Response { return recordedResponse(504, nil, "") }, outcomeRetry},
-		{"409 in-progress", func() *http.Response { return problemResponse(409, testProblemPrefix+"in-progress") }, outcomeRetry},
-		{"409 in-progress, other prefix", func() *http.Response {
-			return problemResponse(409, "https://api.example.com/errors/in-progress")
-		}, outcomeRetry},
-		{"409 in-progress, media type parameters", func() *http.Response {
-			return recordedResponse(409, map[string]string{"Content-Type": "Application/Problem+JSON; charset=utf-8"},
-				`{"type":"`+testProblemPrefix+`in-progress"}`)
-		}, outcomeRetry},
-		{"409 other problem", func() *http.Response { return problemResponse(409, testProblemPrefix+"version-conflict") }, outcomeFinal},
-		{"409 suffix without slash", func() *http.Response { return problemResponse(409, "urn:x:notin-progress") }, outcomeFinal},
-		{"409 in-progress as plain JSON", func() *http.Response {
+		}, success, success, success},
+		{"202 with Location", func() *http.Response { return recordedResponse(202, location, `{}`) }, accepted, success, success},
+		{"202 without Location", func() *http.Response { return recordedResponse(202, nil, `{}`) }, success, success, success},
+		{"408", func() *http.Response { return recordedResponse(408, nil, "") }, retry, retry, retry},
+		{"425", func() *http.Response { return recordedResponse(425, nil, "") }, retry, retry, retry},
+		{"429", func() *http.Response { return recordedResponse(429, map[string]string{"Retry-After": "1"}, "") }, retry, retry, retry},
+		{"500", func() *http.Response { return recordedResponse(500, nil, "") }, unsure, unresolved, unsure},
+		{"502", func() *http.Response { return recordedResponse(502, nil, "") }, unsure, unresolved, unsure},
+		{"503", func() *http.Response { return recordedResponse(503, nil, "") }, unsure, unresolved, unsure},
+		{"503 store-unavailable", func() *http.Response { return problemResponse(503, testProblemPrefix+"store-unavailable") }, retry, unresolved, unsure},
+		{"504", func() *http.Response { return recordedResponse(504, nil, "") }, unsure, unresolved, unsure},
+		{"507", func() *http.Response { return recordedResponse(507, nil, "") }, unsure, refused, refused},
+		{"511", func() *http.Response { return recordedResponse(511, nil, "") }, unsure, refused, refused},
+		{"520", func() *http.Response { return recordedResponse(520, nil, "") }, unsure, refused, refused},
+		{"524", func() *http.Response { return recordedResponse(524, nil, "") }, unsure, refused, refused},
+		{"598", func() *http.Response { return recordedResponse(598, nil, "") }, unsure, refused, refused},
+		{"409 in-progress", func() *http.Response { return problemResponse(409, testProblemPrefix+"in-progress") }, unsure, refused, refused},
+		{"409 about:blank", func() *http.Response { return problemResponse(409, "about:blank") }, unsure, refused, refused},
+		{"409 plain JSON", func() *http.Response {
 			return recordedResponse(409, map[string]string{"Content-Type": "application/json"},
-				`{"type":"`+testProblemPrefix+`in-progress"}`)
-		}, outcomeFinal},
-		{"409 without body", func() *http.Response { return recordedResponse(409, nil, "") }, outcomeFinal},
-		{"409 malformed problem", func() *http.Response {
-			return recordedResponse(409, map[string]string{"Content-Type": "application/problem+json"}, `{"type":`)
-		}, outcomeFinal},
-		{"409 bad Content-Type", func() *http.Response {
-			return recordedResponse(409, map[string]string{"Content-Type": "application/problem+json; ="},
-				`{"type":"`+testProblemPrefix+`in-progress"}`)
-		}, outcomeFinal},
-		{"422 key-reused", func() *http.Response { return problemResponse(422, testProblemPrefix+"key-reused") }, outcomeKeyReused},
-		{"422 validation problem", func() *http.Response { return problemResponse(422, testProblemPrefix+"invalid-request") }, outcomeFinal},
+				`{"error":{"type":"idempotency_error","code":"idempotency_key_in_use"}}`)
+		}, unsure, refused, refused},
+		{"409 without body", func() *http.Response { return recordedResponse(409, nil, "") }, unsure, refused, refused},
+		{"422 key-reused", func() *http.Response { return problemResponse(422, testProblemPrefix+"key-reused") }, reused, refused, refused},
+		{"422 key-reused, media type parameters", func() *http.Response {
+			return recordedResponse(422, map[string]string{"Content-Type": "Application/Problem+JSON; charset=utf-8"},
+				`{"type":"`+testProblemPrefix+`key-reused"}`)
+		}, reused, refused, refused},
+		{"422 about:blank", func() *http.Response { return problemResponse(422, "about:blank") }, refused, refused, refused},
+		{"422 validation problem", func() *http.Response { return problemResponse(422, testProblemPrefix+"invalid-request") }, refused, refused, refused},
 		{"422 key-reused as plain JSON", func() *http.Response {
 			return recordedResponse(422, map[string]string{"Content-Type": "application/json"},
 				`{"type":"`+testProblemPrefix+`key-reused"}`)
-		}, outcomeFinal},
-		{"400 missing-key", func() *http.Response { return problemResponse(400, testProblemPrefix+"missing-key") }, outcomeFinal},
-		{"400", func() *http.Response { return recordedResponse(400, nil, "") }, outcomeFinal},
-		{"401", func() *http.Response { return recordedResponse(401, nil, "") }, outcomeFinal},
-		{"403", func() *http.Response { return recordedResponse(403, nil, "") }, outcomeFinal},
-		{"404", func() *http.Response { return recordedResponse(404, nil, "") }, outcomeFinal},
-		{"410", func() *http.Response { return recordedResponse(410, nil, "") }, outcomeFinal},
-		{"413", func() *http.Response { return recordedResponse(413, nil, "") }, outcomeFinal},
-		{"501", func() *http.Response { return recordedResponse(501, nil, "") }, outcomeFinal},
-		{"505", func() *http.Response { return recordedResponse(505, nil, "") }, outcomeFinal},
-		{"507", func() *http.Response { return recordedResponse(507, nil, "") }, outcomeFinal},
-		{"511", func() *http.Response { return recordedResponse(511, nil, "") }, outcomeFinal},
-		{"303 not followed", func() *http.Response { return recordedResponse(303, location, "") }, outcomeFinal},
-		{"304", func() *http.Response { return recordedResponse(304, nil, "") }, outcomeFinal},
-		{"103", func() *http.Response { return &http.Response{StatusCode: 103, Header: http.Header{}} }, outcomeFinal},
+		}, refused, refused, refused},
+		{"422 bad Content-Type", func() *http.Response {
+			return recordedResponse(422, map[string]string{"Content-Type": "application/problem+json; ="},
+				`{"type":"`+testProblemPrefix+`key-reused"}`)
+		}, refused, refused, refused},
+		{"400 missing-key", func() *http.Response { return problemResponse(400, testProblemPrefix+"missing-key") }, rejected, refused, refused},
+		{"400 invalid-key", func() *http.Response { return problemResponse(400, testProblemPrefix+"invalid-key") }, rejected, refused, refused},
+		{"400", func() *http.Response { return recordedResponse(400, nil, "") }, refused, refused, refused},
+		{"401", func() *http.Response { return recordedResponse(401, nil, "") }, refused, refused, refused},
+		{"403", func() *http.Response { return recordedResponse(403, nil, "") }, refused, refused, refused},
+		{"404", func() *http.Response { return recordedResponse(404, nil, "") }, refused, refused, refused},
+		{"407", func() *http.Response { return recordedResponse(407, nil, "") }, refused, refused, refused},
+		{"410", func() *http.Response { return recordedResponse(410, nil, "") }, refused, refused, refused},
+		{"413", func() *http.Response { return recordedResponse(413, nil, "") }, refused, refused, refused},
+		{"501", func() *http.Response { return recordedResponse(501, nil, "") }, refused, refused, refused},
+		{"505", func() *http.Response { return recordedResponse(505, nil, "") }, refused, refused, refused},
+		{"301", func() *http.Response { return recordedResponse(301, location, "") }, unresolved, refused, refused},
+		{"302", func() *http.Response { return recordedResponse(302, location, "") }, unresolved, refused, refused},
+		{"303", func() *http.Response { return recordedResponse(303, location, "") }, success, refused, refused},
+		{"304", func() *http.Response { return recordedResponse(304, nil, "") }, unresolved, refused, refused},
+		{"103", func() *http.Response { return &http.Response{StatusCode: 103, Header: http.Header{}} }, unresolved, refused, refused},
 	}
 	for _, tt := range tests {
-		for _, shape := range classifyRequestShapes {
-			t.Run(tt.name+"/"+shape.name, func(t *testing.T) {
-				t.Parallel()
-				got := classify(shape.method, shape.keyed, tt.resp(), nil)
-				assert.Equal(t, tt.want, got, "got %s, want %s", got, tt.want)
-			})
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range []struct {
+				method string
+				keyed  bool
+				want   outcome
+			}{{http.MethodPost, true, tt.keyed}, {http.MethodPost, false, tt.post}, {http.MethodPut, false, tt.put}} {
+				got := classify(&draftDialect, c.method, c.keyed, tt.resp(), nil)
+				assert.Equal(t, c.want, got, "%s keyed=%v: got %s, want %s", c.method, c.keyed, got, c.want)
+			}
+		})
 	}
 }
 
@@ -133,19 +144,19 @@ func TestClassifyResponseWinsOverError(t *testing.T) {
 	// http.Client returns both when a redirect policy fails: the server
 	// did answer.
 	resp := recordedResponse(302, map[string]string{"Location": "/elsewhere"}, "")
-	assert.Equal(t, outcomeFinal, classify(http.MethodPost, false, resp, errors.New("stopped after 10 redirects")))
+	assert.Equal(t, outcomeUnresolvable, classify(&draftDialect, http.MethodPost, true, resp, errors.New("stopped after 10 redirects")))
 }
 
 func TestClassifyNothingIsUnknown(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, outcomeUnknown, classify(http.MethodPost, true, nil, nil))
+	assert.Equal(t, outcomeUnknown, classify(&draftDialect, http.MethodPost, true, nil, nil))
 }
 
 func TestClassifyProblemBodyStaysReadable(t *testing.T) {
 	t.Parallel()
-	body := `{"type":"` + testProblemPrefix + `in-progress","title":"still running","status":409}`
-	resp := recordedResponse(409, map[string]string{"Content-Type": "application/problem+json"}, body)
-	require.Equal(t, outcomeRetry, classify(http.MethodPost, true, resp, nil))
+	body := `{"type":"` + testProblemPrefix + `key-reused","title":"reused","status":422}`
+	resp := recordedResponse(422, map[string]string{"Content-Type": "application/problem+json"}, body)
+	require.Equal(t, outcomeKeyReused, classify(&draftDialect, http.MethodPost, true, resp, nil))
 	got, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Equal(t, body, string(got))
@@ -174,16 +185,16 @@ func TestClassifyPeeksOnlyABoundedPrefix(t *testing.T) {
 	t.Parallel()
 	// A problem document padded past the limit: the type is there, but the
 	// prefix is not a whole JSON document, so it is not the idem problem.
-	body := `{"type":"` + testProblemPrefix + `in-progress","detail":"` +
+	body := `{"type":"` + testProblemPrefix + `key-reused","detail":"` +
 		strings.Repeat("x", 1<<20) + `"}`
 	src := &countingBody{r: strings.NewReader(body)}
 	resp := &http.Response{
-		StatusCode: 409,
+		StatusCode: 422,
 		Header:     http.Header{"Content-Type": {"application/problem+json"}},
 		Body:       src,
 	}
-	assert.Equal(t, outcomeFinal, classify(http.MethodPost, true, resp, nil))
-	assert.LessOrEqual(t, src.read, problemPeekLimit)
+	assert.Equal(t, outcomeRefused, classify(&draftDialect, http.MethodPost, true, resp, nil))
+	assert.LessOrEqual(t, src.read, dialect.BodyPeek)
 
 	got, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -193,16 +204,16 @@ func TestClassifyPeeksOnlyABoundedPrefix(t *testing.T) {
 	assert.True(t, src.closed, "closing the body closes the original")
 }
 
-func TestClassifyLeavesOtherBodiesUntouched(t *testing.T) {
+func TestClassifyLeavesSuccessBodiesUntouched(t *testing.T) {
 	t.Parallel()
-	for _, status := range []int{200, 400, 409, 422, 503} {
+	for _, status := range []int{200, 201, 202, 204} {
 		src := &countingBody{r: strings.NewReader(`{"type":"x/in-progress"}`)}
 		resp := &http.Response{
 			StatusCode: status,
 			Header:     http.Header{"Content-Type": {"application/json"}},
 			Body:       src,
 		}
-		classify(http.MethodPost, true, resp, nil)
+		classify(&draftDialect, http.MethodPost, true, resp, nil)
 		assert.Zero(t, src.read, "status %d", status)
 		assert.Same(t, src, resp.Body, "status %d", status)
 	}
@@ -213,11 +224,11 @@ func TestClassifyPeekKeepsReadErrors(t *testing.T) {
 	boom := errors.New("connection reset mid-body")
 	prefix := `{"type":"` + testProblemPrefix + `in-`
 	resp := &http.Response{
-		StatusCode: 409,
+		StatusCode: 422,
 		Header:     http.Header{"Content-Type": {"application/problem+json"}},
 		Body:       io.NopCloser(io.MultiReader(strings.NewReader(prefix), &errReader{err: boom})),
 	}
-	assert.Equal(t, outcomeFinal, classify(http.MethodPost, true, resp, nil))
+	assert.Equal(t, outcomeRefused, classify(&draftDialect, http.MethodPost, true, resp, nil))
 	got, err := io.ReadAll(resp.Body)
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, prefix, string(got))
@@ -259,15 +270,21 @@ func TestClassifyTransportErrors(t *testing.T) {
 			require.Error(t, err)
 			t.Logf("error: %v", err)
 			assert.Equal(t, tc.written, requestMayHaveBeenWritten(err), "error: %v", err)
-			for _, shape := range classifyRequestShapes {
+			for _, shape := range []struct {
+				name   string
+				method string
+				keyed  bool
+			}{{"unkeyed POST", http.MethodPost, false}, {"keyed POST", http.MethodPost, true}, {"unkeyed PUT", http.MethodPut, false}} {
 				want := outcomeRetry
 				switch {
 				case tc.written && tc.cancelled:
 					want = outcomeUnknown
 				case tc.written && !shape.keyed && !isIdempotentMethod(shape.method):
 					want = outcomeUnknown
+				case tc.written:
+					want = outcomeRetryUnsure
 				}
-				got := classify(shape.method, shape.keyed, nil, err)
+				got := classify(&draftDialect, shape.method, shape.keyed, nil, err)
 				assert.Equal(t, want, got, "%s: got %s, want %s (error: %v)", shape.name, got, want, err)
 			}
 		})
@@ -451,19 +468,22 @@ func TestClassifyCancelledBeforeWritingIsNotUnknown(t *testing.T) {
 	// loop stops on its own ctx.Err().
 	err := &net.OpError{Op: "dial", Net: "tcp", Err: context.Canceled}
 	assert.False(t, requestMayHaveBeenWritten(err))
-	assert.Equal(t, outcomeRetry, classify(http.MethodPost, false, nil, err))
+	assert.Equal(t, outcomeRetry, classify(&draftDialect, http.MethodPost, false, nil, err))
 }
 
 func TestOutcomeString(t *testing.T) {
 	t.Parallel()
 	names := map[outcome]string{
-		outcomeSuccess:   "success",
-		outcomeAccepted:  "accepted",
-		outcomeRetry:     "retry",
-		outcomeKeyReused: "key-reused",
-		outcomeFinal:     "final",
-		outcomeUnknown:   "unknown",
-		outcome(42):      "outcome(42)",
+		outcomeSuccess:      "success",
+		outcomeAccepted:     "accepted",
+		outcomeRetry:        "retry",
+		outcomeRetryUnsure:  "retry-unsure",
+		outcomeKeyReused:    "key-reused",
+		outcomeRejected:     "rejected",
+		outcomeRefused:      "refused",
+		outcomeUnresolvable: "unresolvable",
+		outcomeUnknown:      "unknown",
+		outcome(42):         "outcome(42)",
 	}
 	for o, want := range names {
 		assert.Equal(t, want, o.String())
@@ -491,9 +511,9 @@ func FuzzClassifyProblemBody(f *testing.F) {
 			status = 409
 		}
 		resp := recordedResponse(status, map[string]string{"Content-Type": "application/problem+json"}, body)
-		got := classify(http.MethodPost, true, resp, nil)
+		got := classify(&draftDialect, http.MethodPost, true, resp, nil)
 		switch got {
-		case outcomeRetry, outcomeKeyReused, outcomeFinal:
+		case outcomeRetryUnsure, outcomeKeyReused, outcomeRefused:
 		default:
 			t.Fatalf("status %d classified as %s", status, got)
 		}

@@ -2,11 +2,14 @@ package idem
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // call is one logical request: what to send on every attempt and how to
@@ -135,18 +138,18 @@ func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call) 
 			return &editorError{err: err}
 		}
 	}
-	if cl.key != "" {
+	if name := c.cfg.dialect.KeyHeader; cl.key != "" && name != "" {
 		// Set last, over whatever the editor wrote under any spelling:
 		// every attempt carries the one key.
 		if r.Header == nil {
 			r.Header = http.Header{}
 		}
-		for name := range r.Header {
-			if strings.EqualFold(name, "Idempotency-Key") {
-				delete(r.Header, name)
+		for n := range r.Header {
+			if strings.EqualFold(n, name) {
+				delete(r.Header, n)
 			}
 		}
-		r.Header["Idempotency-Key"] = []string{c.keyHeaderValue(cl.key)} // the canonical name, as Set would
+		r.Header[http.CanonicalHeaderKey(name)] = []string{c.keyHeaderValue(cl.key)}
 	}
 	return nil
 }
@@ -158,11 +161,13 @@ type editorError struct{ err error }
 func (e *editorError) Error() string { return "idem: request editor: " + e.err.Error() }
 func (e *editorError) Unwrap() error { return e.err }
 
+// keyHeaderValue is the key header's value for key: bare, or an RFC 8941
+// String when the dialect or WithQuotedKeys asks for the quoted form.
 func (c *Client) keyHeaderValue(key string) string {
 	if c.cfg.quotedKeys {
-		return `"` + key + `"`
+		return dialect.QuoteKey(key)
 	}
-	return key
+	return c.cfg.dialect.HeaderValue(key)
 }
 
 // attemptPolicy is the CheckRetry of one call. retryablehttp cannot show
@@ -191,9 +196,9 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	if resp != nil {
 		res.lastStatus = resp.StatusCode
 	}
-	o := classify(method, p.cl.keyed, resp, err)
+	o := classify(&p.c.cfg.dialect, method, p.cl.keyed, resp, err)
 	res.outcome = o
-	if mayHaveTakenEffect(method, resp, err, o) {
+	if mayHaveTakenEffect(method, o) {
 		res.unknown = true
 	}
 	p.log(ctx, resp, err, o)
@@ -202,10 +207,11 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	case outcomeSuccess, outcomeAccepted:
 		p.c.cfg.budget.Success()
 		return false, nil
-	case outcomeFinal, outcomeKeyReused:
+	case outcomeKeyReused, outcomeRejected, outcomeRefused, outcomeUnresolvable:
+		// A final answer; what it settles depends on the intent's
+		// history, which the caller knows.
 		return false, nil
 	case outcomeUnknown:
-		res.unknown = true
 		return p.stop(ErrOutcomeUnknown)
 	}
 
@@ -255,23 +261,14 @@ func (p *attemptPolicy) log(ctx context.Context, resp *http.Response, err error,
 }
 
 // mayHaveTakenEffect reports whether an attempt of a non-idempotent
-// request may have changed state on the server without the client
-// learning the answer.
-func mayHaveTakenEffect(method string, resp *http.Response, err error, o outcome) bool {
+// request whose result meant o may have changed state on the server
+// without the client holding its final answer.
+func mayHaveTakenEffect(method string, o outcome) bool {
 	if isIdempotentMethod(method) {
 		return false
 	}
-	if resp == nil {
-		return requestMayHaveBeenWritten(err)
-	}
-	if o != outcomeRetry {
-		return false
-	}
-	switch resp.StatusCode {
-	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return true
-	case http.StatusConflict:
-		// 409 in-progress: an earlier attempt is still executing.
+	switch o {
+	case outcomeRetryUnsure, outcomeUnresolvable, outcomeUnknown:
 		return true
 	}
 	return false
@@ -279,12 +276,47 @@ func mayHaveTakenEffect(method string, resp *http.Response, err error, o outcome
 
 // shieldedTransport hides CloseIdleConnections of the pool it wraps:
 // retryablehttp calls it on every give-up, which would tear down the
-// connections every other call shares.
+// connections every other call shares. It also keeps net/http from
+// resending a request on its own (see unreplayable).
 type shieldedTransport struct{ rt http.RoundTripper }
 
 func (s shieldedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return s.rt.RoundTrip(r)
+	return s.rt.RoundTrip(unreplayable(r))
 }
+
+// unreplayable returns r as net/http's Transport must not resend it by
+// itself. The Transport silently sends a request again when a reused
+// connection dies after the request was written, if the request is
+// "replayable": an idempotent method, or one carrying an Idempotency-Key
+// header, with a body it can rewind (GetBody). Such a resend would skip
+// the client's backoff, budget and attempt count, so for a non-idempotent
+// method the attempt goes without GetBody, and a request without a body
+// gets an empty one the Transport cannot rewind. Every request on the
+// wire is then an attempt the client decided; the client's own retries
+// rebuild the body. GetBody stays on the request the http.Client sees,
+// above this transport, for the redirects it follows (307, 308).
+func unreplayable(r *http.Request) *http.Request {
+	if isIdempotentMethod(r.Method) {
+		return r
+	}
+	if r.GetBody == nil && r.Body != nil && r.Body != http.NoBody {
+		return r
+	}
+	out := r.WithContext(r.Context()) // a shallow copy, as RoundTrip may not change r
+	out.GetBody = nil
+	if out.Body == nil || out.Body == http.NoBody {
+		out.Body = emptyBody{}
+		out.ContentLength = 0
+	}
+	return out
+}
+
+// emptyBody is a request body with nothing in it that net/http cannot
+// recognise as empty ahead of time, and so cannot rewind.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
 
 // shieldedClient is hc with its transport shielded.
 func shieldedClient(hc *http.Client) *http.Client {

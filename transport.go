@@ -1,9 +1,8 @@
 package idem
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Transport returns an http.RoundTripper that makes an existing API client
@@ -61,19 +60,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.Body = nil
 	out.Method = requestMethod(req)
 
-	cl := &call{req: out, body: body, client: t.inner, keyed: out.Header.Get("Idempotency-Key") != ""}
-	if !cl.keyed && (out.Method == http.MethodPost || out.Method == http.MethodPatch) {
-		key, err := t.c.cfg.keyGen()
-		if err != nil {
-			return nil, fmt.Errorf("idem: generating key: %w", err)
-		}
-		if !validKey(key) {
-			return nil, errors.New("idem: key generator returned an invalid key (need 1-255 visible ASCII characters)")
-		}
-		cl.key, cl.keyed = key, true
+	cl, err := t.c.transportCall(out, body, t.inner)
+	if err != nil {
+		return nil, err
 	}
-	cl.logID = out.Header.Get("Idempotency-Key") + cl.key
-
 	res := t.c.send(ctx, cl)
 	if res.stop == nil {
 		return res.resp, nil
@@ -81,5 +71,36 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if res.resp != nil {
 		return res.resp, nil
 	}
-	return nil, res.giveUp(out.Header.Get("Idempotency-Key") + cl.key)
+	return nil, res.giveUp(cl.logID)
+}
+
+// transportCall is the call Transport makes of out: keyed with the key the
+// caller gave (in the dialect's header under any spelling, or its body
+// member), or with a new one for POST and PATCH.
+func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) (*call, error) {
+	cl := &call{req: out, body: body, client: hc}
+	d := &c.cfg.dialect
+	if d.KeyHeader != "" {
+		for name, values := range out.Header {
+			if len(values) > 0 && strings.EqualFold(name, d.KeyHeader) {
+				cl.keyed, cl.logID = true, values[0]
+			}
+		}
+	} else if len(body) > 0 {
+		if k, ok, err := bodyKey(body, d.KeyField); err == nil && ok {
+			cl.keyed, cl.logID = true, k
+		}
+	}
+	if cl.keyed || (out.Method != http.MethodPost && out.Method != http.MethodPatch) {
+		return cl, nil
+	}
+	key, b, err := c.intentKey(body)
+	if err != nil {
+		return nil, err
+	}
+	cl.body, cl.keyed, cl.logID = b, true, key
+	if d.KeyHeader != "" {
+		cl.key = key
+	}
+	return cl, nil
 }

@@ -1,0 +1,56 @@
+package idem
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// bodyKey returns the string value of the top-level member field of a JSON
+// object body, and whether it has one. A body that is not a JSON object is
+// an error: the dialect's key can only travel inside one.
+func bodyKey(body []byte, field string) (string, bool, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+		return "", false, fmt.Errorf("%w: the dialect carries the key in the JSON body member %q, and the body is not a JSON object", ErrInvalidRequest, field)
+	}
+	raw, ok := members[field]
+	if !ok {
+		return "", false, nil
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", false, fmt.Errorf("%w: body member %q is not a string", ErrInvalidRequest, field)
+	}
+	return key, true, nil
+}
+
+// withBodyKey returns body, a JSON object without member field, with
+// field set to key as its first member. The rest of the body keeps its
+// bytes, so what the caller wrote is what the server reads.
+func withBodyKey(body []byte, field, key string) ([]byte, error) {
+	open := bytes.IndexByte(body, '{')
+	if open < 0 {
+		return nil, fmt.Errorf("%w: the body is not a JSON object", ErrInvalidRequest)
+	}
+	name, err := json.Marshal(field)
+	if err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(key)
+	if err != nil {
+		return nil, err
+	}
+	rest := body[open+1:]
+	sep := []byte(",")
+	if len(bytes.TrimSpace(rest)) > 0 && bytes.TrimSpace(rest)[0] == '}' {
+		sep = nil // an empty object
+	}
+	out := make([]byte, 0, len(body)+len(name)+len(value)+2)
+	out = append(out, body[:open+1]...)
+	out = append(out, name...)
+	out = append(out, ':')
+	out = append(out, value...)
+	out = append(out, sep...)
+	return append(out, rest...), nil
+}

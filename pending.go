@@ -1,0 +1,208 @@
+package idem
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// sendPending sends a Pending intent and stores what came of it.
+//
+// The answer settles the intent only when it proves the outcome (see
+// "Ambiguity is sticky" in the protocol): once an attempt may have taken
+// effect, a refusal that proves nothing (401, 403, an unexpected 4xx)
+// leaves the intent Pending, with MayHaveExecuted recorded, and the error
+// matches ErrOutcomeUnknown. An intent counts as possibly sent unless this
+// Client began it, or saw its every attempt answered "not executed", and
+// nothing was sent since: another process may have sent it before a crash
+// that kept it from recording so.
+func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
+	}
+	if rec.Host != "" {
+		req.Host = rec.Host
+	}
+	// The template's header is only read (every attempt clones it), so
+	// it may share its value slices with the record and the secrets.
+	secrets := c.secrets.get(rec.Key)
+	req.Header = make(http.Header, len(rec.Header)+len(secrets))
+	for name, values := range rec.Header {
+		req.Header[name] = values
+	}
+	for name, values := range secrets {
+		req.Header[name] = values
+	}
+	doubt := rec.MayHaveExecuted || !c.unsent.take(rec.Key)
+	res := c.send(ctx, &call{
+		req:    req,
+		body:   rec.Body,
+		key:    rec.Key,
+		keyed:  true,
+		logID:  rec.Key,
+		client: c.sender,
+	})
+	rec.Attempts += res.attempts
+	rec.UpdatedAt = c.cfg.now()
+	if res.unknown {
+		rec.MayHaveExecuted = true
+	}
+	if res.stop != nil {
+		return c.stayPending(ctx, rec, res, !doubt && !res.unknown)
+	}
+	switch {
+	case res.outcome == outcomeUnresolvable:
+		rec.MayHaveExecuted = true
+		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d, which may follow an executed request; resending cannot tell", res.lastStatus))
+	case res.outcome == outcomeRefused && (doubt || res.unknown):
+		rec.MayHaveExecuted = true
+		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d, which does not prove whether an earlier attempt took effect", res.lastStatus))
+	}
+	return c.storeAnswer(ctx, rec, res)
+}
+
+// storeAnswer stores a final answer that proves the intent's outcome (a
+// success, a 202, key reuse, a rejection) or a refusal when no attempt may
+// have taken effect, and returns it.
+func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sendResult) (*http.Response, error) {
+	stored, truncated, err := capture(res.resp)
+	if err != nil {
+		// The server answered but the answer was lost on the way: the
+		// effect may have happened, and a resume will get the replay.
+		res.stop, res.lastErr, res.unknown, res.resp = ErrOutcomeUnknown, err, true, nil
+		rec.MayHaveExecuted = true
+		return c.stayPending(ctx, rec, res, false)
+	}
+	resp := res.resp
+	rec.Response = stored
+	rec.LastError = ""
+	if truncated {
+		rec.LastError = fmt.Sprintf("response body over %d bytes; not kept for local replays", MaxBodySize)
+	}
+	var callErr error
+	switch res.outcome {
+	case outcomeSuccess:
+		rec.State = Succeeded
+	case outcomeAccepted:
+		rec.State = Accepted
+		rec.AcceptedAt = rec.UpdatedAt
+		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
+	case outcomeKeyReused:
+		rec.State = Failed
+		callErr = &GiveUpError{Reason: ErrKeyReused, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
+	default:
+		rec.State = Failed
+		callErr = &GiveUpError{Reason: ErrFinalFailure, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
+	}
+	if callErr != nil {
+		rec.LastError = callErr.Error()
+	}
+	// Stored even when ctx has ended (within the write grace): the answer
+	// is what makes the intent final, and losing it would send the caller
+	// to the server again. A settled record is never modified again
+	// (only read by Do's caller through Intent.refresh), so the store may
+	// keep it as it is; an Accepted one is still changed by polling and
+	// is copied.
+	write := c.store.Update
+	if rec.State != Accepted {
+		write = c.storeSettled
+	}
+	wctx, cancel := c.writeContext(ctx)
+	defer cancel()
+	if err := write(wctx, rec); err != nil {
+		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
+	}
+	if c.debugEnabled(ctx) {
+		c.log.DebugContext(ctx, "idem: intent settled", "key", keyHash(rec.Key), "state", string(rec.State), "status", resp.StatusCode)
+	}
+	if rec.State == Accepted {
+		return c.poll(ctx, rec, true)
+	}
+	c.secrets.forget(rec.Key)
+	return resp, callErr
+}
+
+// unsettled records a final answer that does not settle the intent: it
+// stays Pending, may have taken effect, and the error matches
+// ErrOutcomeUnknown with why as its last error. The Reconciler, when there
+// is one, is asked what happened.
+func (c *Client) unsettled(ctx context.Context, rec *keystore.Record, res *sendResult, why error) (*http.Response, error) {
+	res.stop, res.unknown = ErrOutcomeUnknown, true
+	res.lastErr = why
+	resp, err := c.stayPending(ctx, rec, res, false)
+	c.log.WarnContext(ctx, "idem: answer does not settle an intent that may have taken effect; reconcile it", "key", keyHash(rec.Key), "status", res.lastStatus)
+	return c.reconcileOr(ctx, rec, resp, err)
+}
+
+// stayPending records a give-up durably (attempts, last error) and
+// returns the give-up error with the last response, if any, buffered.
+// unsent says nothing was executed: every attempt of this call, and every
+// earlier one, was answered "not executed".
+func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sendResult, unsent bool) (*http.Response, error) {
+	ge := res.giveUp(rec.Key)
+	rec.LastError = ge.Error()
+	resp := bufferLast(res.resp)
+	c.log.DebugContext(ctx, "idem: gave up; intent stays pending", "key", keyHash(rec.Key), "attempts", res.attempts, "reason", fmt.Sprint(ge.Reason))
+	// The record is written even when ctx has ended (within the write
+	// grace): losing the attempt count would hide how often the intent
+	// was tried.
+	wctx, cancel := c.writeContext(ctx)
+	defer cancel()
+	if err := c.store.Update(wctx, rec); err != nil {
+		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
+	}
+	if unsent {
+		c.unsent.put(rec.Key)
+	}
+	return resp, ge
+}
+
+// bufferLast reads the last response of a give-up into memory, so the
+// connection goes back to the pool whether or not the caller closes it.
+func bufferLast(resp *http.Response) *http.Response {
+	if resp == nil {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodySize))
+	resp.Body.Close()
+	if err != nil {
+		body = nil
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp
+}
+
+// unsentSet holds the keys of intents this Client knows were never
+// executed: begun here and not sent since, or whose every attempt was
+// answered "not executed". Only for those may a refusal that proves
+// nothing fail the intent.
+type unsentSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (s *unsentSet) put(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[string]struct{})
+	}
+	s.m[key] = struct{}{}
+}
+
+// take removes key and reports whether it was there.
+func (s *unsentSet) take(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[key]
+	delete(s.m, key)
+	return ok
+}
