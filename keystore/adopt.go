@@ -10,7 +10,7 @@ import "context"
 //
 // Ownership: once AdoptCreate or AdoptUpdate is called, r and every map
 // and slice it references (Header and its values, Body, Response and its
-// Header and Body) belong to the store, whatever the outcome. The caller
+// Header and Body, Reconciliations) belong to the store, whatever the outcome. The caller
 // may keep reading them: a store never modifies a record it holds, it
 // replaces it. Records the store hands out (Get, List, an existing record
 // of AdoptCreate) are copies, as with Create.

@@ -21,6 +21,14 @@ func encodeRecord(r *Record) ([]byte, error) {
 	if !r.AcceptedAt.IsZero() {
 		c.AcceptedAt = r.AcceptedAt.UTC()
 	}
+	if len(r.Reconciliations) > 0 {
+		// A copy: the caller's trail is not ours to change.
+		c.Reconciliations = make([]Reconciliation, len(r.Reconciliations))
+		for i, v := range r.Reconciliations {
+			v.At = v.At.UTC()
+			c.Reconciliations[i] = v
+		}
+	}
 	js, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)

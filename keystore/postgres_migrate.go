@@ -19,6 +19,8 @@ type postgresAddedColumn struct {
 var postgresAddedColumns = []postgresAddedColumn{
 	{name: "host", definition: `text NOT NULL DEFAULT ''`},
 	{name: "accepted_at", definition: `timestamptz`},
+	{name: "may_have_executed", definition: `boolean NOT NULL DEFAULT false`},
+	{name: "reconciliations", definition: `jsonb`},
 }
 
 func isPostgresAddedColumn(name string) bool {

@@ -20,7 +20,7 @@ var postgresRecordColumns = []string{
 	"key", "name", "method", "url", "header", "body", "fingerprint", "state",
 	"created_at", "updated_at", "attempts", "response_status",
 	"response_header", "response_body", "operation", "last_error",
-	"host", "accepted_at",
+	"host", "accepted_at", "may_have_executed", "reconciliations",
 }
 
 // postgresSQL holds every statement, built once for one schema.table.
@@ -100,7 +100,7 @@ func postgresRecordArgs(r *Record) []any {
 		r.Key, name, r.Method, r.URL, postgresHeaderJSON(r.Header), r.Body,
 		r.Fingerprint, string(r.State), r.CreatedAt, r.UpdatedAt, r.Attempts,
 		status, respHeader, respBody, postgresText(r.Operation), postgresText(r.LastError),
-		r.Host, acceptedAt,
+		r.Host, acceptedAt, r.MayHaveExecuted, postgresReconciliationsJSON(r.Reconciliations),
 	}
 }
 
@@ -114,11 +114,12 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		status             *int
 		respBody           []byte
 		acceptedAt         *time.Time
+		reconciliations    []byte
 	)
 	err := row.Scan(&r.Key, &name, &r.Method, &r.URL, &header, &r.Body,
 		&r.Fingerprint, &state, &r.CreatedAt, &r.UpdatedAt, &r.Attempts,
 		&status, &respHeader, &respBody, &r.Operation, &r.LastError,
-		&r.Host, &acceptedAt)
+		&r.Host, &acceptedAt, &r.MayHaveExecuted, &reconciliations)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,56 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 			return nil, err
 		}
 	}
+	if r.Reconciliations, err = parsePostgresReconciliations(reconciliations); err != nil {
+		return nil, err
+	}
 	return &r, nil
+}
+
+// postgresReconciliationsJSON encodes an audit trail for its jsonb column;
+// an empty one stays NULL, as Clone and the bbolt encoding drop it too.
+// Times are stored in UTC, and the free text is cleaned as postgresText
+// cleans it: a person's note must never keep a verdict from being stored.
+func postgresReconciliationsJSON(trail []Reconciliation) []byte {
+	if len(trail) == 0 {
+		return nil
+	}
+	// validatePostgresRecord refused the times JSON cannot hold, and
+	// strings always marshal.
+	b, _ := json.Marshal(storedPostgresReconciliations(trail))
+	return b
+}
+
+// storedPostgresReconciliations is trail as its jsonb column holds it.
+func storedPostgresReconciliations(trail []Reconciliation) []Reconciliation {
+	if len(trail) == 0 {
+		return nil
+	}
+	out := make([]Reconciliation, len(trail))
+	for i, v := range trail {
+		out[i] = Reconciliation{
+			Outcome: postgresText(v.Outcome),
+			Source:  postgresText(v.Source),
+			By:      postgresText(v.By),
+			At:      v.At.UTC(),
+			Note:    postgresText(v.Note),
+		}
+	}
+	return out
+}
+
+func parsePostgresReconciliations(b []byte) ([]Reconciliation, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var trail []Reconciliation
+	if err := json.Unmarshal(b, &trail); err != nil {
+		return nil, fmt.Errorf("%w: reconciliations column: %w", ErrCorrupt, err)
+	}
+	if len(trail) == 0 {
+		return nil, nil
+	}
+	return trail, nil
 }
 
 // postgresHeaderJSON encodes h for a jsonb column; nil stays NULL. jsonb
@@ -197,6 +247,12 @@ func validatePostgresRecord(r *Record) error {
 			return fmt.Errorf("keystore: postgres: record %s is not valid UTF-8 text (or contains NUL)", f.name)
 		}
 	}
+	for _, v := range r.Reconciliations {
+		// JSON, and so the jsonb column, holds years 0 to 9999 only.
+		if y := v.At.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("keystore: postgres: record reconciliation time %s is out of range", v.At)
+		}
+	}
 	return nil
 }
 
@@ -218,6 +274,7 @@ func storedPostgresRecord(r *Record) *Record {
 	if c.Response != nil {
 		c.Response.Header, _ = parsePostgresHeader(postgresHeaderJSON(c.Response.Header))
 	}
+	c.Reconciliations = storedPostgresReconciliations(c.Reconciliations)
 	return c
 }
 

@@ -13,30 +13,70 @@ import (
 	"github.com/idemkit/idem/internal/testenv"
 )
 
-// acceptedVirtualHostRecord is an Accepted record with a Host override.
-func acceptedVirtualHostRecord(i int) *Record {
+// cet is a zone other than UTC, to see stores write times in UTC.
+var cet = time.FixedZone("CET", 3600)
+
+// addedFieldsRecord is an Accepted record with a Host override whose
+// outcome is in doubt: a reconciler was asked and did not know.
+func addedFieldsRecord(i int) *Record {
 	r := pendingRecord(i)
 	r.Host = "payments.internal.example"
 	r.State = Accepted
 	r.Operation = "https://pay.example/v1/operations/op_1"
-	r.AcceptedAt = time.Date(2025, 3, 1, 12, 0, 5, 250000000, time.FixedZone("CET", 3600))
+	r.AcceptedAt = time.Date(2025, 3, 1, 12, 0, 5, 250000000, cet)
+	r.MayHaveExecuted = true
+	r.Reconciliations = []Reconciliation{{
+		Outcome: ReconciledUnknown, Source: "reconciler", By: "reconciler",
+		// Nanoseconds: the trail is JSON in every store, which keeps them.
+		At:   time.Date(2025, 3, 1, 12, 1, 0, 123456789, cet),
+		Note: "provider search timed out",
+	}}
 	return r
 }
 
-// assertHostAndAcceptance checks the fields Host and AcceptedAt came back.
-func assertHostAndAcceptance(t *testing.T, want, got *Record) {
+// assertAddedFields checks that the fields added to Record after the
+// first stores (Host, AcceptedAt, MayHaveExecuted, Reconciliations) came
+// back, instants equal whatever their zone.
+func assertAddedFields(t *testing.T, want, got *Record) {
 	t.Helper()
 	assert.Equal(t, want.Host, got.Host)
 	assert.True(t, want.AcceptedAt.Equal(got.AcceptedAt), "accepted at %s, read back %s", want.AcceptedAt, got.AcceptedAt)
+	assert.Equal(t, want.MayHaveExecuted, got.MayHaveExecuted)
+	require.Len(t, got.Reconciliations, len(want.Reconciliations))
+	for i, w := range want.Reconciliations {
+		g := got.Reconciliations[i]
+		assert.True(t, w.At.Equal(g.At), "reconciled at %s, read back %s", w.At, g.At)
+		w.At, g.At = time.Time{}, time.Time{}
+		assert.Equal(t, w, g)
+	}
 }
 
-func TestHostAndAcceptanceSurviveBoltReopen(t *testing.T) {
+// assertTrailInUTC checks that a persisting store wrote the audit trail's
+// times in UTC, so they read back the same whatever the writer's zone.
+func assertTrailInUTC(t *testing.T, got *Record) {
+	t.Helper()
+	for _, v := range got.Reconciliations {
+		assert.Equal(t, time.UTC, v.At.Location(), "times are stored in UTC")
+	}
+}
+
+// assertNoAddedFields checks that a record written without the added
+// fields reads back with their zero values.
+func assertNoAddedFields(t *testing.T, got *Record) {
+	t.Helper()
+	assert.Empty(t, got.Host)
+	assert.True(t, got.AcceptedAt.IsZero(), "a record never accepted has no acceptance time")
+	assert.False(t, got.MayHaveExecuted)
+	assert.Nil(t, got.Reconciliations)
+}
+
+func TestAddedFieldsSurviveBoltReopen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "intents.db")
 	b, err := OpenBolt(path, nil)
 	require.NoError(t, err)
-	r := acceptedVirtualHostRecord(1)
+	r := addedFieldsRecord(1)
 	_, created, err := b.Create(ctx, r)
 	require.NoError(t, err)
 	require.True(t, created)
@@ -50,45 +90,88 @@ func TestHostAndAcceptanceSurviveBoltReopen(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	got, err := b.Get(ctx, r.Key)
 	require.NoError(t, err)
-	assertHostAndAcceptance(t, r, got)
+	assertAddedFields(t, r, got)
 	assert.Equal(t, time.UTC, got.AcceptedAt.Location(), "times are stored in UTC")
+	assertTrailInUTC(t, got)
 
 	got, err = b.Get(ctx, plain.Key)
 	require.NoError(t, err)
-	assert.Empty(t, got.Host)
-	assert.True(t, got.AcceptedAt.IsZero(), "a record never accepted has no acceptance time")
+	assertNoAddedFields(t, got)
 }
 
-func TestHostAndAcceptanceInMemory(t *testing.T) {
+func TestAddedFieldsInMemory(t *testing.T) {
 	t.Parallel()
 	m := NewMemory()
 	t.Cleanup(func() { _ = m.Close() })
-	r := acceptedVirtualHostRecord(1)
+	r := addedFieldsRecord(1)
 	_, _, err := m.Create(context.Background(), r)
 	require.NoError(t, err)
 	got, err := m.Get(context.Background(), r.Key)
 	require.NoError(t, err)
-	assertHostAndAcceptance(t, r, got)
+	assertAddedFields(t, r, got)
+
+	// The trail is copied: changing the store's copy changes nothing.
+	got.Reconciliations[0].Note = "scribbled"
+	again, err := m.Get(context.Background(), r.Key)
+	require.NoError(t, err)
+	assert.Equal(t, "provider search timed out", again.Reconciliations[0].Note)
 }
 
-func TestPostgresHostAndAcceptanceRoundTrip(t *testing.T) {
+func TestPostgresAddedFieldsRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := openTestPostgres(t)
-	r := acceptedVirtualHostRecord(1)
-	_, _, err := p.Create(ctx, r)
+	r := addedFieldsRecord(1)
+	stored, _, err := p.Create(ctx, r)
 	require.NoError(t, err)
 	got, err := p.Get(ctx, r.Key)
 	require.NoError(t, err)
-	assertHostAndAcceptance(t, r, got)
+	assertAddedFields(t, r, got)
+	assertTrailInUTC(t, got)
+	assert.Equal(t, stored.Reconciliations, got.Reconciliations, "Create returns the trail as Get reads it")
 
-	got.Host = ""
-	got.AcceptedAt = time.Time{}
+	// A person settles it: the trail grows and the doubt stays recorded.
+	got.State = Succeeded
+	got.Reconciliations = append(got.Reconciliations, Reconciliation{
+		Outcome: ReconciledSucceeded, Source: "manual", By: "alice@ops",
+		At: time.Date(2025, 3, 1, 13, 0, 0, 0, cet), Note: "pay_123 in the provider dashboard",
+	})
 	require.NoError(t, p.Update(ctx, got))
 	again, err := p.Get(ctx, r.Key)
 	require.NoError(t, err)
-	assert.Empty(t, again.Host)
-	assert.True(t, again.AcceptedAt.IsZero(), "a zero acceptance time is stored as NULL and read back zero")
+	assertAddedFields(t, got, again)
+
+	again.Host = ""
+	again.AcceptedAt = time.Time{}
+	again.MayHaveExecuted = false
+	again.Reconciliations = []Reconciliation{}
+	require.NoError(t, p.Update(ctx, again))
+	again, err = p.Get(ctx, r.Key)
+	require.NoError(t, err)
+	assertNoAddedFields(t, again) // a zero acceptance time and an empty trail are stored as NULL
+}
+
+// A note is a person's free text: what Postgres cannot hold is replaced,
+// never a reason to lose the verdict.
+func TestPostgresStoresANoteItMustClean(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := openTestPostgres(t)
+	r := addedFieldsRecord(1)
+	r.Reconciliations[0].Note = "dashboard says \x00\xff ok"
+	r.Reconciliations[0].By = "bob\x00"
+	stored, _, err := p.Create(ctx, r)
+	require.NoError(t, err)
+	got, err := p.Get(ctx, r.Key)
+	require.NoError(t, err)
+	assert.Equal(t, "dashboard says \uFFFD\uFFFD ok", got.Reconciliations[0].Note)
+	assert.Equal(t, "bob\uFFFD", got.Reconciliations[0].By)
+	assert.Equal(t, stored.Reconciliations, got.Reconciliations, "Create returns the trail as Get reads it")
+
+	r = addedFieldsRecord(2)
+	r.Reconciliations[0].At = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, _, err = p.Create(ctx, r)
+	assert.ErrorContains(t, err, "reconciliation time")
 }
 
 func TestPostgresRejectsAHostItCannotStore(t *testing.T) {
@@ -100,7 +183,7 @@ func TestPostgresRejectsAHostItCannotStore(t *testing.T) {
 	assert.ErrorContains(t, err, "host")
 }
 
-// A keystore table created before Host and AcceptedAt existed gets the
+// A keystore table created before the added fields existed gets their
 // columns when it is opened, and its records read back without them.
 func TestPostgresAddsColumnsToAnOlderTable(t *testing.T) {
 	t.Parallel()
@@ -116,19 +199,19 @@ func TestPostgresAddsColumnsToAnOlderTable(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
 	table := pgx.Identifier{schema, DefaultPostgresTable}.Sanitize()
-	_, err = conn.Exec(ctx, `ALTER TABLE `+table+` DROP COLUMN host, DROP COLUMN accepted_at`)
+	_, err = conn.Exec(ctx, `ALTER TABLE `+table+` DROP COLUMN host, DROP COLUMN accepted_at,
+		DROP COLUMN may_have_executed, DROP COLUMN reconciliations`)
 	require.NoError(t, err)
 
 	second := openPostgresIn(t, schema, nil)
 	got, err := second.Get(ctx, old.Key)
 	require.NoError(t, err)
-	assert.Empty(t, got.Host)
-	assert.True(t, got.AcceptedAt.IsZero())
+	assertNoAddedFields(t, got)
 
-	r := acceptedVirtualHostRecord(2)
+	r := addedFieldsRecord(2)
 	_, _, err = second.Create(ctx, r)
 	require.NoError(t, err)
 	got, err = second.Get(ctx, r.Key)
 	require.NoError(t, err)
-	assertHostAndAcceptance(t, r, got)
+	assertAddedFields(t, r, got)
 }

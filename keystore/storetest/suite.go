@@ -82,7 +82,8 @@ func record(key, name string, state keystore.State, created time.Time) *keystore
 	}
 }
 
-// finish moves r to state with a stored response at updated.
+// finish moves r to state with a stored response at updated, after an
+// attempt that may have executed and a reconciliation that did not know.
 func finish(r *keystore.Record, state keystore.State, updated time.Time) *keystore.Record {
 	r.State = state
 	r.UpdatedAt = updated
@@ -93,11 +94,17 @@ func finish(r *keystore.Record, state keystore.State, updated time.Time) *keysto
 		Body:   []byte{0x7b, 0x7d, 0x00, 0xff}, // not text: bodies are bytes
 	}
 	r.LastError = "timeout after 2s"
+	r.MayHaveExecuted = true
+	r.Reconciliations = []keystore.Reconciliation{{
+		Outcome: keystore.ReconciledUnknown, Source: "reconciler", By: "reconciler",
+		At: updated.Add(-time.Second), Note: "no payment found yet",
+	}}
 	return r
 }
 
 // assertSame checks that got is want as a store gives it back: instants
-// equal whatever the zone, and empty headers or bodies equal to absent ones.
+// equal whatever the zone, and empty headers, bodies or audit trails equal
+// to absent ones.
 func assertSame(t *testing.T, want, got *keystore.Record, msgAndArgs ...any) {
 	t.Helper()
 	require.NotNil(t, got, msgAndArgs...)
@@ -108,6 +115,12 @@ func normalize(r *keystore.Record) *keystore.Record {
 	c := r.Clone()
 	c.CreatedAt = c.CreatedAt.UTC()
 	c.UpdatedAt = c.UpdatedAt.UTC()
+	for i := range c.Reconciliations {
+		c.Reconciliations[i].At = c.Reconciliations[i].At.UTC()
+	}
+	if len(c.Reconciliations) == 0 {
+		c.Reconciliations = nil
+	}
 	if len(c.Header) == 0 {
 		c.Header = nil
 	}
@@ -355,6 +368,7 @@ func testNoAliasing(t *testing.T, s keystore.Store) {
 		x.Body[0] = 'X'
 		x.Response.Header.Set("Location", "scribbled")
 		x.Response.Body[0] = 'X'
+		x.Reconciliations[0].Note = "scribbled"
 		x.Attempts = 99
 	}
 	scribble(r)
