@@ -21,10 +21,14 @@ import (
 //   - Pending: the request is sent with its key, retried as the policy
 //     allows, and the answer stored.
 //
-// Answers: a 2xx returns the response with nil error and the intent
-// Succeeded. A 422 /key-reused returns the response and an error
-// matching ErrKeyReused; another final 4xx, 501 or 505 the response and
-// ErrFinalFailure; the intent is then Failed.
+// Answers are judged by the client's dialect, as the package docs' "What
+// each answer means" lays out: a 2xx (or 303) returns the response with
+// nil error and the intent Succeeded. A 422 /key-reused returns the
+// response and an error matching ErrKeyReused; another final 4xx, 501 or
+// 505 the response and ErrFinalFailure, and the intent is then Failed,
+// unless an attempt may have taken effect: then the intent stays Pending
+// and the error matches ErrOutcomeUnknown. Where resending cannot settle
+// the intent, the Reconciler (WithReconciler) is asked.
 //
 // A 202 with Location makes the intent Accepted, and its operation is
 // polled (GET, bounded by WithPolling and ctx); the original request is

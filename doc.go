@@ -23,15 +23,61 @@
 // name and payload give back the same intent and key, after a restart
 // too, and a different payload under that name is ErrIntentConflict.
 //
-// Do sends the intent with its key and retries what is safe to retry:
-// 408, 425, 429, 500, 502, 503, 504, 409 /in-progress, and transport
-// errors (the key makes a resend after a lost answer safe). Waits use
-// full-jitter exponential backoff, added on top of the server's
+// Do sends the intent with its key, judges every answer with the
+// client's dialect (WithDialect; default dialect.Draft, the IETF draft
+// plus this project's protocol) and retries what is safe to retry. Waits
+// use full-jitter exponential backoff, added on top of the server's
 // Retry-After when it sends one (capped, see RetryWait), so clients told
-// the same hint do not return together; a wait that would outlive the context's deadline is
-// not started, and a per-client retry budget keeps an outage from
-// multiplying load. The answer is stored, so a later Do on a settled
-// intent replays it locally without the network (IsReplay).
+// the same hint do not return together; a wait that would outlive the
+// context's deadline is not started, and a per-client retry budget keeps
+// an outage from multiplying load. The answer is stored, so a later Do on
+// a settled intent replays it locally without the network (IsReplay).
+//
+// # What each answer means
+//
+// idem keeps a true record: an intent is never recorded Failed while its
+// payment may have been made. Once an attempt may have taken effect (a
+// transport error after the request may have been written, any 5xx, a 409
+// in progress), that is persisted with the intent (MayHaveExecuted), and
+// from then on only an answer that proves the outcome settles it. With
+// dialect.Draft:
+//
+//	answer                        fresh intent                after a possible effect
+//	2xx, a replay, 303 See Other  Succeeded                   Succeeded
+//	202 with Location             Accepted, polled            Accepted, polled
+//	409, whatever its body        retried (Retry-After)       retried (Retry-After)
+//	408, 425, 429                 retried                     retried
+//	5xx other than 501, 505       retried                     retried
+//	422 .../key-reused            Failed, ErrKeyReused        Failed, ErrKeyReused
+//	400 .../invalid-key           Failed, ErrFinalFailure     Failed, ErrFinalFailure
+//	401, 403, 407, other 4xx      Failed, ErrFinalFailure     Pending, ErrOutcomeUnknown
+//	501, 505                      Failed, ErrFinalFailure     Pending, ErrOutcomeUnknown
+//	301, 302, other 3xx           Pending, ErrOutcomeUnknown  Pending, ErrOutcomeUnknown
+//	transport error, unwritten    retried                     retried
+//	transport error, written      retried (keyed)             retried (keyed)
+//
+// "Fresh" means this Client began the intent and nothing was sent since,
+// or every attempt was answered "not executed" (408, 425, 429, a store
+// that failed closed); an intent read back from the keystore after a
+// restart is never fresh, since its first process may have sent it just
+// before dying. A 3xx is never followed as a GET; a 303 says the server
+// processed the request (RFC 9110 §15.4.4), a 301 or 302 may follow a
+// processed POST or none. When retries run out, the intent stays Pending and the
+// error matches ErrOutcomeUnknown if an attempt may have taken effect.
+// A provider dialect (dialect.Stripe, ...) maps its own answers onto the
+// same verdicts (see package dialect).
+//
+// Where resending cannot settle an intent (a refusal after a possible
+// effect, a 301/302, an intent older than the key retention), Do asks the
+// Reconciler given with WithReconciler, which asks the provider by the
+// intent's key or by a reference of the caller's own; its verdict, with
+// its evidence, settles the intent and stays in its audit trail
+// (Intent.Reconciliations). Client.Reconcile runs it on demand, and
+// Client.Settle (or `idem intents settle`) records a person's verdict.
+//
+// Every request on the wire is an attempt the client decided and counted:
+// net/http's own silent resend of a request carrying an Idempotency-Key
+// on a reused connection is switched off.
 //
 // A 202 with a Location makes the intent Accepted: the original request is
 // never sent again, and its operation (the Location) is polled, bounded by
@@ -76,14 +122,18 @@
 //   - ErrKeyExpired: the intent is older than the server's retention (or
 //     its 202 is, and the operation is gone or silent); it is not resent,
 //     reconcile it by hand.
-//   - ErrKeyReused, ErrFinalFailure: the server's final refusal; the
-//     intent is Failed and the response comes back with the error.
+//   - ErrKeyReused, ErrFinalFailure: the server's final refusal of an
+//     intent that cannot have taken effect; the intent is Failed and the
+//     response comes back with the error.
+//   - ErrOperationFailed (which matches ErrFinalFailure too): an accepted
+//     intent's operation document says the work failed or was canceled.
 //   - ErrOperationGone: an accepted intent's operation answered 404 or
 //     410 after the grace; the intent is Failed with that answer, and what
 //     became of the request is for a reconciliation to find out.
 //
 // ErrIntentConflict comes from Begin, ErrInvalidRequest from a request
-// that cannot be sent, ErrLocked from a keystore another process holds,
+// that cannot be sent, ErrNotReconcilable from Reconcile or Settle on an
+// intent the server's own answer settled, ErrLocked from a keystore another process holds,
 // ErrClosed from a closed Client.
 //
 // # Defaults
