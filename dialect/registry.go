@@ -8,7 +8,8 @@ import (
 
 // builtins are the shipped dialects by name.
 var builtins = map[string]func() Dialect{
-	"draft": Draft,
+	"draft":  Draft,
+	"stripe": Stripe,
 }
 
 // Names lists the shipped dialects' names, sorted.
