@@ -8,6 +8,7 @@ import (
 
 // builtins are the shipped dialects by name.
 var builtins = map[string]func() Dialect{
+	"adyen":  Adyen,
 	"draft":  Draft,
 	"paypal": PayPal,
 	"stripe": Stripe,
