@@ -11,6 +11,7 @@ var builtins = map[string]func() Dialect{
 	"adyen":  Adyen,
 	"draft":  Draft,
 	"paypal": PayPal,
+	"square": Square,
 	"stripe": Stripe,
 }
 

@@ -85,6 +85,29 @@ func TestBuiltinsAreValid(t *testing.T) {
 	}
 }
 
+func TestByNameProviders(t *testing.T) {
+	want := map[string]string{
+		"stripe": "Idempotency-Key", " PayPal ": "PayPal-Request-Id",
+		"ADYEN": "Idempotency-Key", "square": "",
+	}
+	for name, header := range want {
+		d, err := ByName(name)
+		if err != nil {
+			t.Errorf("ByName(%q): %v", name, err)
+			continue
+		}
+		if d.KeyHeader != header {
+			t.Errorf("ByName(%q).KeyHeader = %q, want %q", name, d.KeyHeader, header)
+		}
+	}
+	if got := strings.Join(Names(), ","); got != "adyen,draft,paypal,square,stripe" {
+		t.Errorf("Names = %s", got)
+	}
+	if _, err := ByName("braintree"); err == nil {
+		t.Error("ByName(braintree) = nil error")
+	}
+}
+
 func TestBuiltinDocsAreHTTPS(t *testing.T) {
 	for _, name := range Names() {
 		d, _ := ByName(name)
