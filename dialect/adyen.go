@@ -15,29 +15,31 @@ const (
 )
 
 // AdyenRetention is the shortest key validity Adyen has published:
-// adyenIdempotencyURL has said "7 days", then "7 to 14 days", and now "a
-// minimum period of 31 days" (with the earlier text kept as its legacy
-// instructions). The lowest floor is the safe one: an intent is never
-// resent after its key may be gone.
+// https://docs.adyen.com/development-resources/api-idempotency/ has said "7
+// days", then "7 to 14 days", and now "a minimum period of 31 days" (with the
+// earlier text kept as its legacy instructions). The lowest floor is the safe
+// one: an intent is never resent after its key may be gone.
 const AdyenRetention = 7 * 24 * time.Hour
 
-// Adyen is the dialect of the Adyen APIs (Checkout and the others that
-// take an idempotency key): the key travels in Idempotency-Key, up to 64
+// Adyen is the dialect of the Adyen APIs (Checkout and the others that take
+// an idempotency key): the key travels in Idempotency-Key, up to 64
 // characters, kept at least 7 days; a duplicate of a request still being
 // processed is answered with error code 704.
 func Adyen() Dialect {
 	return Dialect{
 		Name: "adyen",
-		// "send a request with the idempotency-key:<key> in the header.
-		// The <key> is a unique identifier for the message with a
-		// maximum of 64 characters." (adyenIdempotencyURL)
+		// "send a request with the idempotency-key:<key> in the header. The
+		// <key> is a unique identifier for the message with a maximum of 64
+		// characters."
+		// (https://docs.adyen.com/development-resources/api-idempotency/)
 		KeyHeader:    "Idempotency-Key",
 		MaxKeyLength: 64,
 		Retention:    AdyenRetention,
 		// Adyen echoes the key in an Idempotency-Key response header "to
 		// verify that a request was processed idempotently"
-		// (adyenIdempotencyURL): it carries the key, not "true", so it
-		// cannot tell a replay from a first answer.
+		// (https://docs.adyen.com/development-resources/api-idempotency/): it
+		// carries the key, not "true", so it cannot tell a replay from a
+		// first answer.
 		ReplayHeader:    "",
 		Classify:        adyenClassify,
 		OperationStatus: adyenOperationStatus,
@@ -47,8 +49,9 @@ func Adyen() Dialect {
 
 // adyenErrorCode returns the errorCode of an Adyen error body, both in the
 // Checkout shape {"status","errorCode","message","errorType"}
-// (adyenResponsesURL) and in the RFC 7807 shape of the newer APIs
-// (adyenErrorsURL). Adyen sends it as a string; a number is read too.
+// (https://docs.adyen.com/development-resources/response-handling/) and in
+// the RFC 7807 shape of the newer APIs (https://docs.adyen.com/errors). Adyen
+// sends it as a string; a number is read too.
 func adyenErrorCode(body []byte) string {
 	var doc struct {
 		ErrorCode json.RawMessage `json:"errorCode"`
@@ -59,14 +62,15 @@ func adyenErrorCode(body []byte) string {
 	return strings.Trim(string(doc.ErrorCode), `"`)
 }
 
-// adyenClassify judges an answer by Adyen's idempotency errors and falls
-// back to DraftClassify.
+// adyenClassify judges an answer by Adyen's idempotency errors and falls back
+// to DraftClassify.
 //
-// The error-handling part of adyenIdempotencyURL says: "If you submit a
-// duplicate request before the first request has completed, the API
+// The error-handling part of
+// https://docs.adyen.com/development-resources/api-idempotency/ says: "If you
+// submit a duplicate request before the first request has completed, the API
 // returns an HTTP 422 – Unprocessable Entity or HTTP 409 - Conflict status
-// with the error code 704: 'request already processed or in progress'",
-// and marks answers that are safe to retry with the same key with a
+// with the error code 704: 'request already processed or in progress'", and
+// marks answers that are safe to retry with the same key with a
 // transient-error: true header.
 func adyenClassify(a Answer) Verdict {
 	if a.Status < 400 {
@@ -74,11 +78,11 @@ func adyenClassify(a Answer) Verdict {
 	}
 	transient := headerTrue(a.Header, "Transient-Error")
 	if adyenErrorCode(a.Body) == "704" {
-		// The first request is still running: retry later with the same
-		// key. Without the transient mark the first request may already
-		// have been processed and a resend is not invited, so the intent
-		// is left for a reconciliation. 704 comes with errorType
-		// "validation", which therefore proves nothing about execution.
+		// The first request is still running: retry later with the same key.
+		// Without the transient mark the first request may already have been
+		// processed and a resend is not invited, so the intent is left for a
+		// reconciliation. 704 comes with errorType "validation", which
+		// therefore proves nothing about execution.
 		if transient {
 			return InProgress
 		}
@@ -86,20 +90,21 @@ func adyenClassify(a Answer) Verdict {
 	}
 	v := DraftClassify(a)
 	// Any other answer marked transient may be retried with the same key;
-	// Adyen does not say it was not processed (a 503 with error code 703,
-	// "data store unavailable", included), so it may have been.
+	// Adyen does not say it was not processed (nor for its 503 with error
+	// code 703, sent when the idempotency data store is unavailable), so it
+	// may have been.
 	if transient && !v.Retry() {
 		return RetryMaybeExecuted
 	}
-	// The rest is Draft: 5xx (errorType "internal") RetryMaybeExecuted,
-	// 429 RetryNotExecuted, and 4xx ("validation", "security",
-	// "configuration") Refused.
+	// The rest is Draft: 5xx (errorType "internal") RetryMaybeExecuted, 429
+	// RetryNotExecuted, and 4xx ("validation", "security", "configuration")
+	// Refused.
 	return v
 }
 
 // adyenOperationStatus reads the resultCode of an Adyen payment
-// (adyenResultCodesURL) and leaves any other document to
-// DraftOperationStatus.
+// (https://docs.adyen.com/online-payments/build-your-integration/payment-result-codes)
+// and leaves any other document to DraftOperationStatus.
 func adyenOperationStatus(body []byte) OperationStatus {
 	var doc struct {
 		ResultCode string `json:"resultCode"`
@@ -108,13 +113,13 @@ func adyenOperationStatus(body []byte) OperationStatus {
 		return DraftOperationStatus(body)
 	}
 	switch doc.ResultCode {
-	// "The payment was successfully authorised"; a partial
-	// authorisation took money too.
+	// "The payment was successfully authorised"; a partial authorisation took
+	// money too.
 	case "Authorised", "PartiallyAuthorised":
 		return OperationSucceeded
 	// Received: "will be processed"; Pending: "the final status of the
-	// payment is not available yet"; the *Shopper codes wait for the
-	// shopper (redirect, 3D Secure, a voucher). None is final.
+	// payment is not available yet"; the *Shopper codes wait for the shopper
+	// (redirect, 3D Secure, a voucher). None is final.
 	case "Received", "Pending", "RedirectShopper", "IdentifyShopper",
 		"ChallengeShopper", "PresentToShopper":
 		return OperationPending

@@ -7,7 +7,8 @@ import (
 )
 
 // Pages the PayPal rules come from. The REST reference pages are rendered
-// from PayPal's published OpenAPI documents (paypalSpecURL), which is where
+// from PayPal's published OpenAPI documents
+// (https://github.com/paypal/paypal-rest-api-specifications), which is where
 // the per-operation limits and error issues below were read.
 const (
 	paypalIdempotencyURL   = "https://developer.paypal.com/api/rest/reference/idempotency/"
@@ -19,43 +20,48 @@ const (
 	paypalOrderStatusURL   = "https://developer.paypal.com/api/orders/v2/definitions/order_status"
 	paypalCaptureStatusURL = "https://developer.paypal.com/sdk/orders/v2/definitions/capture_status"
 	paypalAuthStatusURL    = "https://developer.paypal.com/api/payments/v2/definitions/authorization_status"
+	paypalRateLimitURL     = "https://developer.paypal.com/api/rest/reference/rate-limiting"
 )
 
 // PayPalRetention is how long the Orders v2 API keeps a PayPal-Request-Id:
-// "The server stores keys for 6 hours" (paypalOrdersCreateURL; the same
-// for authorize and capture). Payments v2 keeps them 45 days and Payouts
-// 30 days (paypalSpecURL); the dialect takes the shortest for the payment
-// APIs, so an intent is never resent after its key may be gone.
+// "The server stores keys for 6 hours"
+// (https://developer.paypal.com/api/orders/v2/orders-create; the same for
+// authorize and capture). Payments v2 keeps them 45 days and Payouts 30 days
+// (https://github.com/paypal/paypal-rest-api-specifications); the dialect
+// takes the shortest for the payment APIs, so an intent is never resent after
+// its key may be gone.
 const PayPalRetention = 6 * time.Hour
 
-// PayPal is the dialect of the PayPal REST APIs (Orders v2, Payments v2):
-// the key travels in PayPal-Request-Id, up to 108 characters, kept 6
-// hours; a repeated key returns "the latest status of the previous
-// request" rather than a saved answer, so there is no replay marker.
+// PayPal is the dialect of the PayPal REST APIs (Orders v2, Payments v2): the
+// key travels in PayPal-Request-Id, up to 108 characters, kept 6 hours; a
+// repeated key returns "the latest status of the previous request" rather
+// than a saved answer, so there is no replay marker.
 func PayPal() Dialect {
 	return Dialect{
 		Name: "paypal",
-		// "use the PayPal-Request-Id request header" (paypalIdempotencyURL)
+		// "use the PayPal-Request-Id request header"
+		// (https://developer.paypal.com/api/rest/reference/idempotency/)
 		KeyHeader: "PayPal-Request-Id",
 		// Orders v2 create, authorize and capture: "1 <= length <= 108"
-		// (paypalOrdersCreateURL). Payments v2 accepts up to 10000; the
-		// dialect takes the smaller.
+		// (https://developer.paypal.com/api/orders/v2/orders-create).
+		// Payments v2 accepts up to 10000; the dialect takes the smaller.
 		MaxKeyLength: 108,
 		Retention:    PayPalRetention,
-		// PayPal documents no replay header: a repeat returns the
-		// request's current state (paypalIdempotencyURL).
+		// PayPal documents no replay header: a repeat returns the request's
+		// current state
+		// (https://developer.paypal.com/api/rest/reference/idempotency/).
 		ReplayHeader:    "",
 		Classify:        paypalClassify,
 		OperationStatus: paypalOperationStatus,
 		Docs: []string{paypalIdempotencyURL, paypalResponsesURL, paypalOrdersCreateURL,
 			paypalOrdersURL, paypalPaymentsURL, paypalSpecURL,
-			paypalOrderStatusURL, paypalCaptureStatusURL, paypalAuthStatusURL},
+			paypalOrderStatusURL, paypalCaptureStatusURL, paypalAuthStatusURL, paypalRateLimitURL},
 	}
 }
 
-// paypalIssues returns the name and the details[].issue values of a
-// PayPal error body: {"name", "message", "details":[{"issue", ...}]}
-// (paypalResponsesURL).
+// paypalIssues returns the name and the details[].issue values of a PayPal
+// error body: {"name", "message", "details":[{"issue", ...}]}
+// (https://developer.paypal.com/api/rest/responses/).
 func paypalIssues(body []byte) (name string, issues []string) {
 	var doc struct {
 		Name    string `json:"name"`
@@ -73,8 +79,8 @@ func paypalIssues(body []byte) (name string, issues []string) {
 }
 
 // paypalClassify judges an answer by PayPal's documented issues and falls
-// back to DraftClassify. The rules that matter are the two that say
-// "still in progress": without them a 422 would be Refused.
+// back to DraftClassify. The rules that matter are the two that say "still in
+// progress": without them a 422 would be Refused.
 func paypalClassify(a Answer) Verdict {
 	if a.Status < 400 {
 		return DraftClassify(a)
@@ -82,42 +88,48 @@ func paypalClassify(a Answer) Verdict {
 	name, issues := paypalIssues(a.Body)
 	for _, issue := range append(issues, name) {
 		switch issue {
-		// 409 PREVIOUS_REQUEST_IN_PROGRESS on a void or a refund: "A
-		// previous request on this resource is currently in progress.
-		// Please wait for sometime and try again." (paypalPaymentsURL)
+		// 409 PREVIOUS_REQUEST_IN_PROGRESS on a void or a refund: "A previous
+		// request on this resource is currently in progress. Please wait for
+		// sometime and try again."
+		// (https://developer.paypal.com/docs/api/payments/v2/)
 		case "PREVIOUS_REQUEST_IN_PROGRESS":
 			return InProgress
-		// 422 ORDER_COMPLETION_IN_PROGRESS on an order capture: "PayPal
-		// is still in the process of capturing the order on your
-		// behalf ... Please try your request again." (paypalOrdersURL)
+		// 422 ORDER_COMPLETION_IN_PROGRESS on an order capture: "PayPal is
+		// still in the process of capturing the order on your behalf ...
+		// Please try your request again."
+		// (https://developer.paypal.com/docs/api/orders/v2/)
 		case "ORDER_COMPLETION_IN_PROGRESS":
 			return InProgress
 		// PAYPAL_REQUEST_ID_PREVIOUSLY_USED ("has already been used for
-		// another request") and DUPLICATE_REQUEST_ID: not KeyReused,
-		// because "When you send two simultaneous API requests with same
-		// PayPal-Request-Id header, PayPal processes the first request
-		// and might fail the second request" (paypalIdempotencyURL)
-		// without naming the error, so our own first attempt may be the
-		// one that holds the key.
+		// another request") and DUPLICATE_REQUEST_ID: not KeyReused, because
+		// "When you send two simultaneous API requests with same
+		// PayPal-Request-Id header, PayPal processes the first request and
+		// might fail the second request"
+		// (https://developer.paypal.com/api/rest/reference/idempotency/)
+		// without naming the error, so our own first attempt may be the one
+		// that holds the key.
 		case "PAYPAL_REQUEST_ID_PREVIOUSLY_USED", "DUPLICATE_REQUEST_ID":
 			return Refused
 		}
 	}
-	// The rest falls back to Draft: "retry idempotent calls that fail
-	// with network timeouts or HTTP 5xx status codes" (paypalIdempotencyURL)
-	// is Draft's RetryMaybeExecuted; 429 RATE_LIMIT_REACHED is Draft's
-	// RetryNotExecuted; 400 and other 422s (PAYPAL_REQUEST_ID_REQUIRED,
-	// INSTRUMENT_DECLINED, ORDER_ALREADY_CAPTURED) are Refused, since
-	// none of them says an earlier attempt did not run; any other 409
+	// The rest falls back to Draft: "retry idempotent calls that fail with
+	// network timeouts or HTTP 5xx status codes"
+	// (https://developer.paypal.com/api/rest/reference/idempotency/) is
+	// Draft's RetryMaybeExecuted; 429 RATE_LIMIT_REACHED, "Blocked due to
+	// rate limiting" (https://developer.paypal.com/api/rest/reference/rate-limiting),
+	// is Draft's RetryNotExecuted; 400 and other 422s (PAYPAL_REQUEST_ID_REQUIRED,
+	// INSTRUMENT_DECLINED, ORDER_ALREADY_CAPTURED) are Refused, since none of
+	// them says an earlier attempt did not run; any other 409
 	// (RESOURCE_CONFLICT) is Draft's InProgress.
 	return DraftClassify(a)
 }
 
-// paypalOperationStatus reads a PayPal order, capture or authorization.
-// An order's COMPLETED "can indicate a payment was authorized, an
-// authorized payment was captured, or a payment was declined"
-// (paypalOrderStatusURL), so a completed order is judged by the captures
-// and authorizations in its purchase units.
+// paypalOperationStatus reads a PayPal order, capture or authorization. An
+// order's COMPLETED "can indicate a payment was authorized, an authorized
+// payment was captured, or a payment was declined"
+// (https://developer.paypal.com/api/orders/v2/definitions/order_status), so a
+// completed order is judged by the captures and authorizations in its
+// purchase units.
 func paypalOperationStatus(body []byte) OperationStatus {
 	var doc struct {
 		Status        string `json:"status"`
@@ -157,24 +169,29 @@ type paypalStatus struct {
 func paypalWord(w string) OperationStatus {
 	switch strings.ToUpper(strings.TrimSpace(w)) {
 	// Order VOIDED: "All purchase units in the order are voided"
-	// (paypalOrderStatusURL); authorization VOIDED: "No more captured
-	// payments can be made" (paypalAuthStatusURL). Nothing was taken.
+	// (https://developer.paypal.com/api/orders/v2/definitions/order_status);
+	// authorization VOIDED: "No more captured payments can be made"
+	// (https://developer.paypal.com/api/payments/v2/definitions/authorization_status).
+	// Nothing was taken.
 	case "VOIDED":
 		return OperationCanceled
-	// Authorization DENIED (paypalAuthStatusURL).
+	// Authorization DENIED
+	// (https://developer.paypal.com/api/payments/v2/definitions/authorization_status).
 	case "DENIED":
 		return OperationFailed
 	}
 	// Capture COMPLETED, DECLINED, PENDING, FAILED, REFUNDED and
-	// PARTIALLY_REFUNDED (paypalCaptureStatusURL) read as Draft reads
-	// them: pending, failed, and the rest (money moved) success.
+	// PARTIALLY_REFUNDED
+	// (https://developer.paypal.com/sdk/orders/v2/definitions/capture_status)
+	// read as Draft reads them: pending, failed, and the rest (money moved)
+	// success.
 	return StatusWord(w)
 }
 
 // paypalWorst folds the payments of one order: any pending one leaves the
-// order pending; any that took money makes it a success, so an order is
-// never recorded failed when part of it was paid; otherwise a failure
-// beats a cancellation.
+// order pending; any that took money makes it a success, so an order is never
+// recorded failed when part of it was paid; otherwise a failure beats a
+// cancellation.
 func paypalWorst(words []string) OperationStatus {
 	got := make(map[OperationStatus]bool)
 	for _, w := range words {

@@ -16,25 +16,30 @@ const (
 )
 
 // Square is the dialect of the Square APIs: the key travels in the JSON
-// body's idempotency_key member, up to 45 characters for CreatePayment
-// and RefundPayment; Square publishes no retention, so the client's own
-// applies; a repeat of the same request returns the first response, with
-// no replay marker.
+// body's idempotency_key member, up to 45 characters for CreatePayment and
+// RefundPayment; Square publishes no retention, so the client's own applies;
+// a repeat of the same request returns the first response, with no replay
+// marker.
 func Square() Dialect {
 	return Dialect{
 		Name: "square",
-		// CreatePaymentRequest.idempotency_key (squareCreatePaymentURL).
+		// CreatePaymentRequest.idempotency_key
+		// (https://developer.squareup.com/reference/square/payments-api/create-payment).
 		KeyField: "idempotency_key",
 		// CreatePayment: "minLength 1, maxLength 45"
-		// (squareCreatePaymentURL); RefundPayment keys "are limited to a
-		// max of 45 characters". Orders take 192; the dialect takes the
-		// smaller. Keys are ASCII here, so characters are bytes.
+		// (https://developer.squareup.com/reference/square/payments-api/create-payment);
+		// RefundPayment keys "are limited to a max of 45 characters". Orders
+		// take 192; the dialect takes the smaller. Keys are ASCII here, so
+		// characters are bytes.
 		MaxKeyLength: 45,
-		// "We do not publish a retention period for CreatePayment
-		// idempotency keys" (Square staff, squareRetentionURL).
+		// "We do not publish a retention period for CreatePayment idempotency
+		// keys" (Square staff,
+		// https://developer.squareup.com/forums/t/how-long-are-idempotency-keys-retained-for-the-createpayment-endpoint/28303).
 		Retention: 0,
 		// A repeat "returns the response as the first successful
-		// CreatePayment response" (squareIdempotencyURL), unmarked.
+		// CreatePayment response"
+		// (https://developer.squareup.com/docs/build-basics/common-api-patterns/idempotency),
+		// unmarked.
 		ReplayHeader:    "",
 		Classify:        squareClassify,
 		OperationStatus: squareOperationStatus,
@@ -43,10 +48,10 @@ func Square() Dialect {
 	}
 }
 
-// squareErrorCode returns the code of the first error of a Square error
-// body, {"errors":[{"category","code","detail","field"}]}: "If multiple
-// errors are returned, the status code matches the first one"
-// (squareErrorsURL).
+// squareErrorCode returns the code of the first error of a Square error body,
+// {"errors":[{"category","code","detail","field"}]}: "If multiple errors are
+// returned, the status code matches the first one"
+// (https://developer.squareup.com/docs/build-basics/general-considerations/handling-errors).
 func squareErrorCode(body []byte) string {
 	var doc struct {
 		Errors []struct {
@@ -59,24 +64,28 @@ func squareErrorCode(body []byte) string {
 	return doc.Errors[0].Code
 }
 
-// squareClassify judges an answer by Square's error codes and falls back
-// to DraftClassify.
+// squareClassify judges an answer by Square's error codes and falls back to
+// DraftClassify.
 func squareClassify(a Answer) Verdict {
 	if a.Status < 400 {
 		return DraftClassify(a)
 	}
 	switch squareErrorCode(a.Body) {
-	// TEMPORARY_ERROR: "A temporary internal error occurred. You can
-	// safely retry your call using the same idempotency key."
-	// (squareErrorCodeURL) Square does not say it did not run.
+	// TEMPORARY_ERROR: "A temporary internal error occurred. You can safely
+	// retry your call using the same idempotency key."
+	// (https://developer.squareup.com/reference/square/enums/ErrorCode)
+	// Square does not say it did not run.
 	case "TEMPORARY_ERROR":
 		return RetryMaybeExecuted
-	// IDEMPOTENCY_KEY_REUSED: "The provided idempotency key has already
-	// been used" (squareErrorCodeURL), the error for a changed request
-	// under a used key, a behaviour that "might vary depending on the
-	// API" (squareIdempotencyURL). Square documents no answer for a
-	// duplicate sent while the first is still running, so this could be
-	// our own first attempt holding the key: Refused, not KeyReused.
+	// IDEMPOTENCY_KEY_REUSED: "The provided idempotency key has already been
+	// used"
+	// (https://developer.squareup.com/reference/square/enums/ErrorCode), the
+	// error for a changed request under a used key, a behaviour that "might
+	// vary depending on the API"
+	// (https://developer.squareup.com/docs/build-basics/common-api-patterns/idempotency).
+	// Square documents no answer for a duplicate sent while the first is
+	// still running, so this could be our own first attempt holding the key:
+	// Refused, not KeyReused.
 	case "IDEMPOTENCY_KEY_REUSED":
 		return Refused
 	}
@@ -87,12 +96,14 @@ func squareClassify(a Answer) Verdict {
 	return DraftClassify(a)
 }
 
-// squareOperationStatus reads the status of the payment or refund a
-// Square answer wraps ({"payment":{...}}, {"refund":{...}}). Payment:
-// APPROVED, PENDING, COMPLETED, CANCELED or FAILED (squarePaymentURL);
-// refund: PENDING, COMPLETED, REJECTED or FAILED (squareRefundURL).
-// StatusWord reads all of them (APPROVED, an authorised payment, as
-// success); any other document goes to DraftOperationStatus.
+// squareOperationStatus reads the status of the payment or refund a Square
+// answer wraps ({"payment":{...}}, {"refund":{...}}). Payment: APPROVED,
+// PENDING, COMPLETED, CANCELED or FAILED
+// (https://developer.squareup.com/reference/square/objects/Payment); refund:
+// PENDING, COMPLETED, REJECTED or FAILED
+// (https://developer.squareup.com/reference/square/objects/PaymentRefund).
+// StatusWord reads all of them (APPROVED, an authorised payment, as success);
+// any other document goes to DraftOperationStatus.
 func squareOperationStatus(body []byte) OperationStatus {
 	var doc struct {
 		Payment *struct {
