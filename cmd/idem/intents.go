@@ -21,14 +21,14 @@ type intentsEnv struct {
 	now    func() time.Time
 }
 
-// newIntentsCommand returns `idem intents`: list, show, resume and purge
-// the intents in a client keystore. getenv reads the environment
+// newIntentsCommand returns `idem intents`: list, show, resume, settle
+// and purge the intents in a client keystore. getenv reads the environment
 // (IDEM_KEYSTORE, IDEM_TOKEN).
 func newIntentsCommand(getenv func(string) string) *cobra.Command {
 	env := &intentsEnv{getenv: getenv, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "intents",
-		Short: "List, show, resume and purge the intents in a client keystore",
+		Short: "List, show, resume, settle and purge the intents in a client keystore",
 		Long: `Intents works on the keystore of a program that uses the idem client: the
 intents it began, their idempotency keys, states and stored answers.
 
@@ -41,6 +41,7 @@ with --token or --header.`,
 		Example: `  idem intents list --state pending
   idem intents show batch-42/payment-3
   idem intents resume --token "$API_TOKEN"
+  idem intents settle batch-42/payment-3 --succeeded --note "pay_123 in the provider dashboard"
   idem intents purge --older-than 24h --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -50,6 +51,7 @@ with --token or --header.`,
 		newIntentsListCommand(env),
 		newIntentsShowCommand(env),
 		newIntentsResumeCommand(env),
+		newIntentsSettleCommand(env),
 		newIntentsPurgeCommand(env),
 	)
 	return cmd
@@ -69,6 +71,11 @@ type intentSummary struct {
 	Status    int    `json:"status,omitempty"`
 	Operation string `json:"operation,omitempty"`
 	LastError string `json:"last_error,omitempty"`
+	// MayHaveExecuted: an attempt may have taken effect without the
+	// client holding the final answer. Always present, for scripts.
+	MayHaveExecuted bool `json:"may_have_executed"`
+	// Reconciled is the outcome of the last reconciliation, "" if none.
+	Reconciled string `json:"reconciled,omitempty"`
 }
 
 func summarize(r *keystore.Record) intentSummary {
@@ -83,11 +90,43 @@ func summarize(r *keystore.Record) intentSummary {
 		UpdatedAt: r.UpdatedAt,
 		Operation: r.Operation,
 		LastError: r.LastError,
+
+		MayHaveExecuted: r.MayHaveExecuted,
 	}
 	if r.Response != nil {
 		s.Status = r.Response.Status
 	}
+	if n := len(r.Reconciliations); n > 0 {
+		s.Reconciled = r.Reconciliations[n-1].Outcome
+	}
 	return s
+}
+
+// settledBy returns the reconciliation that settled r, if one did: a
+// settled record whose last verdict is its state got it from that verdict,
+// not from the server's answer.
+func settledBy(r *keystore.Record) (keystore.Reconciliation, bool) {
+	n := len(r.Reconciliations)
+	if n == 0 || !r.State.Settled() {
+		return keystore.Reconciliation{}, false
+	}
+	last := r.Reconciliations[n-1]
+	return last, last.Outcome == string(r.State)
+}
+
+// verdictText is a reconciliation on one line, the way settle prints it:
+// "succeeded (manual, by alice: pay_123 in the dashboard)".
+func verdictText(v keystore.Reconciliation) string {
+	var b strings.Builder
+	b.WriteString(v.Outcome + " (" + v.Source)
+	if v.By != "" && v.By != v.Source {
+		b.WriteString(", by " + v.By)
+	}
+	if v.Note != "" {
+		b.WriteString(": " + oneLineOf(v.Note, 1<<10))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // secretHeaders are shown as "[redacted]" even though a keystore written

@@ -120,8 +120,25 @@ func writeListTable(out io.Writer, recs []*keystore.Record, now time.Time) error
 	return tw.Flush()
 }
 
-// lastOutcome is the stored answer's status, or else the last error.
+// lastOutcome is the verdict that settled r, or the stored answer's
+// status, or else the last error; for an unsettled intent whose attempts
+// may have taken effect it says so first, on top of the column's width
+// (the error after it is what says why).
 func lastOutcome(r *keystore.Record) string {
+	s := lastAnswer(r)
+	if r.MayHaveExecuted && (!r.State.Settled() || r.State == keystore.Expired) {
+		if s == "-" {
+			return "may have executed"
+		}
+		return "may have executed; " + s
+	}
+	return s
+}
+
+func lastAnswer(r *keystore.Record) string {
+	if v, ok := settledBy(r); ok {
+		return oneLineOf("reconciled: "+verdictText(v), lastColumnWidth)
+	}
 	switch {
 	case r.Response != nil:
 		return statusText(r.Response.Status)

@@ -54,6 +54,8 @@ type intentDetail struct {
 	Header      http.Header   `json:"header,omitempty"`
 	Body        *bodyView     `json:"body,omitempty"`
 	Response    *responseView `json:"response,omitempty"`
+	// Reconciliations is the audit trail, oldest first.
+	Reconciliations []keystore.Reconciliation `json:"reconciliations,omitempty"`
 }
 
 // responseView is the stored answer of an intent.
@@ -86,6 +88,8 @@ func detail(r *keystore.Record) intentDetail {
 		Fingerprint:   r.Fingerprint,
 		Header:        redacted(r.Header),
 		Body:          newBodyView(r.Body),
+
+		Reconciliations: r.Reconciliations,
 	}
 	if r.Response != nil {
 		d.Response = &responseView{
@@ -148,10 +152,19 @@ func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
 	field("Attempts", fmt.Sprint(d.Attempts))
 	field("Operation", d.Operation)
 	field("Last error", oneLineOf(d.LastError, 1<<10))
+	if d.MayHaveExecuted {
+		field("May have executed", "yes")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	var b strings.Builder
+	if len(d.Reconciliations) > 0 {
+		b.WriteString("\nReconciliations\n")
+		for _, v := range d.Reconciliations {
+			fmt.Fprintf(&b, "  %s  %s\n", v.At.UTC().Format(time.RFC3339), verdictText(v))
+		}
+	}
 	writeMessage(&b, "Request", d.Header, d.Body)
 	if d.Response != nil {
 		writeMessage(&b, "Response "+statusText(d.Response.Status), d.Response.Header, d.Response.Body)

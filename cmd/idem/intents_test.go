@@ -149,7 +149,7 @@ func ageRecords(t *testing.T, path string, d time.Duration, keys ...string) {
 func TestIntents_HelpOnEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--help"}, {"list", "--help"}, {"show", "--help"}, {"resume", "--help"}, {"purge", "--help"},
+		{"--help"}, {"list", "--help"}, {"show", "--help"}, {"resume", "--help"}, {"settle", "--help"}, {"purge", "--help"},
 	} {
 		stdout, _, err := runIntentsCLI(t, nil, args...)
 		require.NoError(t, err, args)
