@@ -20,11 +20,6 @@ import (
 // than the lease) lets its intents go.
 const DefaultClaimLease = 60 * time.Second
 
-// claimUnclaimTimeout bounds releasing a claim after Do, which runs even
-// when the caller's context has ended; a claim that cannot be released
-// simply runs out.
-const claimUnclaimTimeout = 5 * time.Second
-
 // claimConfig is how a Client claims intents in a shared keystore.
 type claimConfig struct {
 	// owner names this Client in claims: unique per Client, readable by an
@@ -136,8 +131,10 @@ func (c *Client) claimForSend(ctx context.Context, rec *keystore.Record) (*keyst
 func (c *Client) holdClaim(ctx context.Context, claimer keystore.Claimer, key string) func() {
 	owner, lease := c.cfg.claims.owner, c.cfg.claims.lease
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	// Renewals end when the claim is released, even one stuck in the
+	// store: releasing must never wait on them.
+	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
 		ticker := time.NewTicker(lease / 3)
 		defer ticker.Stop()
 		for {
@@ -148,7 +145,7 @@ func (c *Client) holdClaim(ctx context.Context, claimer keystore.Claimer, key st
 			}
 			// Bounded by the lease: a renewal that takes longer is moot,
 			// and a hung one must not hold up releasing the claim.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
+			rctx, cancel := context.WithTimeout(renewCtx, lease)
 			held, err := claimer.ClaimKey(rctx, key, owner, lease)
 			cancel()
 			switch {
@@ -161,15 +158,16 @@ func (c *Client) holdClaim(ctx context.Context, claimer keystore.Claimer, key st
 				c.log.WarnContext(ctx, "idem: claim lost to another worker while sending", "key", keyHash(key))
 			}
 		}
-	})
+	}()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			close(stop)
-			wg.Wait()
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimUnclaimTimeout)
-			defer cancel()
-			if err := claimer.Unclaim(uctx, key, owner); err != nil && !errors.Is(err, keystore.ErrClosed) {
+			stopRenewing()
+			// Bounded like every write after the call (the write grace):
+			// a claim that cannot be released simply runs out.
+			unclaim := func(uctx context.Context, _ *keystore.Record) error { return claimer.Unclaim(uctx, key, owner) }
+			if err := c.write(ctx, unclaim, nil); err != nil && !errors.Is(err, keystore.ErrClosed) {
 				c.log.WarnContext(ctx, "idem: releasing the claim failed; it runs out with its lease",
 					"key", keyHash(key), "err", err)
 			}

@@ -151,9 +151,7 @@ func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, l
 	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
 	c.secrets.forget(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
-	wctx, cancel := c.writeContext(ctx)
-	defer cancel()
-	if err := c.store.Update(wctx, rec); err != nil {
+	if err := c.write(ctx, c.store.Update, rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
 	}
 	return ge

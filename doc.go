@@ -48,7 +48,7 @@
 //	409, whatever its body        retried (Retry-After)       retried (Retry-After)
 //	408, 425, 429                 retried                     retried
 //	5xx other than 501, 505       retried                     retried
-//	422 .../key-reused            Failed, ErrKeyReused        Failed, ErrKeyReused
+//	422 .../key-reused            Failed, ErrKeyReused        Pending, ErrOutcomeUnknown
 //	400 .../invalid-key           Failed, ErrFinalFailure     Failed, ErrFinalFailure
 //	401, 403, 407, other 4xx      Failed, ErrFinalFailure     Pending, ErrOutcomeUnknown
 //	501, 505                      Failed, ErrFinalFailure     Pending, ErrOutcomeUnknown

@@ -61,9 +61,11 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 	case res.outcome == outcomeUnresolvable:
 		rec.MayHaveExecuted = true
 		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d, which may follow an executed request; resending cannot tell", res.lastStatus))
-	case res.outcome == outcomeRefused && (doubt || res.unknown):
+	case (res.outcome == outcomeRefused || res.outcome == outcomeKeyReused) && (doubt || res.unknown):
+		// After a possible effect, even "key reused" may be the server
+		// holding the key for our own earlier attempt.
 		rec.MayHaveExecuted = true
-		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d, which does not prove whether an earlier attempt took effect", res.lastStatus))
+		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d (%s), which does not prove whether an earlier attempt took effect", res.lastStatus, res.outcome))
 	}
 	return c.storeAnswer(ctx, rec, res)
 }
@@ -114,9 +116,7 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	if rec.State != Accepted {
 		write = c.storeSettled
 	}
-	wctx, cancel := c.writeContext(ctx)
-	defer cancel()
-	if err := write(wctx, rec); err != nil {
+	if err := c.write(ctx, write, rec); err != nil {
 		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
 	}
 	if c.debugEnabled(ctx) {
@@ -153,9 +153,7 @@ func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sen
 	// The record is written even when ctx has ended (within the write
 	// grace): losing the attempt count would hide how often the intent
 	// was tried.
-	wctx, cancel := c.writeContext(ctx)
-	defer cancel()
-	if err := c.store.Update(wctx, rec); err != nil {
+	if err := c.write(ctx, c.store.Update, rec); err != nil {
 		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
 	}
 	if unsent {

@@ -2,24 +2,41 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // DefaultWriteGrace bounds a keystore write that records what a call
-// learnt (an answer, the attempts, a verdict) after the call's context
-// has ended: the write is still made, since losing it would send the
-// intent again, but Do returns at most this long after its deadline
-// whatever the keystore does. A write cut short leaves the intent
-// Pending, and its resume gets the server's replay.
+// learnt (an answer, the attempts, a verdict) once the call's context has
+// ended: the write is still made, since losing it would send the intent
+// again, but Do returns at most this long after its deadline whatever the
+// keystore does (a stalled connection, a disk that blocks). A write cut
+// short leaves the intent as the keystore last recorded it, Pending, and
+// its resume gets the server's replay with the same key.
 const DefaultWriteGrace = 2 * time.Second
 
-// writeContext is the context of such a write: ctx's values without its
-// cancellation, bounded by the write grace from now or from ctx's
-// deadline, whichever is later.
-func (c *Client) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// write stores rec with fn (the store's Update, or storeSettled) within
+// the write grace: under ctx's values without its cancellation, until the
+// grace has passed from now or from ctx's deadline, whichever is later.
+// A store that does not return by then is left to finish on its own, and
+// the caller is told the write did not complete.
+func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.Record) error, rec *keystore.Record) error {
 	limit := time.Now().Add(c.cfg.writeGrace)
 	if d, ok := ctx.Deadline(); ok && d.Add(c.cfg.writeGrace).After(limit) {
 		limit = d.Add(c.cfg.writeGrace)
 	}
-	return context.WithDeadline(context.WithoutCancel(ctx), limit)
+	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), limit)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- fn(wctx, rec)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-wctx.Done():
+		return fmt.Errorf("keystore write did not return within the write grace (%s); it may still complete: %w", c.cfg.writeGrace, wctx.Err())
+	}
 }

@@ -25,8 +25,10 @@ const (
 	// InProgress: an earlier request with this key is still executing.
 	// Retry later with the same key; the effect may still happen.
 	InProgress
-	// KeyReused: the key belongs to another payload. Final; this payload
-	// was not executed under this key.
+	// KeyReused: the key belongs to another payload. Final for an intent
+	// nothing was sent of before. After an attempt that may have taken
+	// effect it proves nothing (some providers answer a duplicate of a
+	// request still running this way), and the intent stays unsettled.
 	KeyReused
 	// Rejected: the server proves it did not, and will not, execute the
 	// request (the key itself was refused, say). Final, and a true

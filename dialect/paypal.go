@@ -101,15 +101,17 @@ func paypalClassify(a Answer) Verdict {
 		case "ORDER_COMPLETION_IN_PROGRESS":
 			return InProgress
 		// PAYPAL_REQUEST_ID_PREVIOUSLY_USED ("has already been used for
-		// another request") and DUPLICATE_REQUEST_ID: not KeyReused, because
-		// "When you send two simultaneous API requests with same
-		// PayPal-Request-Id header, PayPal processes the first request and
-		// might fail the second request"
+		// another request") and DUPLICATE_REQUEST_ID: KeyReused. "When you
+		// send two simultaneous API requests with same PayPal-Request-Id
+		// header, PayPal processes the first request and might fail the
+		// second request"
 		// (https://developer.paypal.com/api/rest/reference/idempotency/)
-		// without naming the error, so our own first attempt may be the one
-		// that holds the key.
+		// without naming the error, so after an attempt that may have
+		// taken effect our own first attempt may be the one holding the
+		// key: the client then leaves the intent unsettled (a KeyReused
+		// verdict is final only for an intent nothing was sent of before).
 		case "PAYPAL_REQUEST_ID_PREVIOUSLY_USED", "DUPLICATE_REQUEST_ID":
-			return Refused
+			return KeyReused
 		}
 	}
 	// The rest falls back to Draft: "retry idempotent calls that fail with

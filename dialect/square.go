@@ -84,10 +84,12 @@ func squareClassify(a Answer) Verdict {
 	// vary depending on the API"
 	// (https://developer.squareup.com/docs/build-basics/common-api-patterns/idempotency).
 	// Square documents no answer for a duplicate sent while the first is
-	// still running, so this could be our own first attempt holding the key:
-	// Refused, not KeyReused.
+	// still running, so after an attempt that may have taken effect this
+	// could be our own first attempt holding the key: the client then
+	// leaves the intent unsettled (KeyReused is final only for an intent
+	// nothing was sent of before).
 	case "IDEMPOTENCY_KEY_REUSED":
-		return Refused
+		return KeyReused
 	}
 	// The rest is Draft: 429 RATE_LIMITED is RetryNotExecuted, a 5xx
 	// (INTERNAL_SERVER_ERROR, SERVICE_UNAVAILABLE, GATEWAY_TIMEOUT)

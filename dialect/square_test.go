@@ -31,8 +31,8 @@ func TestSquareFields(t *testing.T) {
 func TestSquareClassify(t *testing.T) {
 	checkVerdicts(t, Square(), []verdictCase{
 		{"200 payment", provAnswer(200, `{"payment":{"id":"R2B3Z8WMVt3EAmzYWLZvz7Y69EbZY","status":"COMPLETED"}}`), Success},
-		{"400 key reused", provAnswer(400, squareReused), Refused},
-		{"409 key reused", provAnswer(409, squareReused), Refused},
+		{"400 key reused", provAnswer(400, squareReused), KeyReused},
+		{"409 key reused", provAnswer(409, squareReused), KeyReused},
 		{"500 temporary", provAnswer(500, squareTemporary), RetryMaybeExecuted},
 		{"400 temporary", provAnswer(400, squareTemporary), RetryMaybeExecuted},
 		{"400 first error decides", provAnswer(400, squareTwoErrors), Refused},

@@ -1,0 +1,87 @@
+package idem
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/keystore"
+)
+
+// stallingStore is a real memory keystore whose writes stall once armed,
+// as a Postgres connection to a partitioned server or a blocked disk
+// does: honouring its context, or not at all (held until release).
+type stallingStore struct {
+	keystore.Store
+	armed     atomic.Bool
+	ignoreCtx bool
+	release   chan struct{}
+}
+
+func (s *stallingStore) Update(ctx context.Context, r *keystore.Record) error {
+	if s.armed.Load() {
+		if s.ignoreCtx {
+			<-s.release
+		} else {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.release:
+			}
+		}
+	}
+	return s.Store.Update(ctx, r)
+}
+
+// Do returns within its deadline plus the write grace whatever the
+// keystore does; the answer comes back with an error saying the write did
+// not complete, and the intent stays Pending, resumable with its key.
+func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
+	t.Parallel()
+	for _, ignoreCtx := range []bool{false, true} {
+		t.Run(map[bool]string{false: "honours ctx", true: "ignores ctx"}[ignoreCtx], func(t *testing.T) {
+			t.Parallel()
+			srv := idemtest.NewServer(t)
+			store := &stallingStore{Store: keystore.NewMemory(), ignoreCtx: ignoreCtx, release: make(chan struct{})}
+			t.Cleanup(func() { close(store.release) })
+			c := newTestClient(t, WithStore(nopCloseStore{store}), WithWriteGrace(200*time.Millisecond))
+			in := begin(t, c, "", paymentRequest(t, srv.URL, 100, "stall"))
+			store.armed.Store(true)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			done := make(chan struct{})
+			var resp *http.Response
+			var err error
+			go func() {
+				defer close(done)
+				resp, err = c.Do(ctx, in)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Do did not return although its deadline and the write grace had passed")
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "storing the answer")
+			require.NotNil(t, resp, "the server's answer still comes back")
+			assert.Equal(t, http.StatusCreated, resp.StatusCode)
+
+			store.armed.Store(false)
+			got, rerr := c.Resume(context.Background(), in.Key)
+			require.NoError(t, rerr)
+			if got.State == Pending {
+				resp, err = c.Do(context.Background(), got)
+				require.NoError(t, err)
+				assert.True(t, IsReplay(resp), "the resume gets the server's replay")
+			}
+			assert.Equal(t, 1, srv.PaymentCount())
+		})
+	}
+}
