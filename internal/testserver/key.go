@@ -12,7 +12,9 @@ const MaxKeyLength = 255
 // Errors ParseKey returns. Callers match them with errors.Is; the wrapped
 // error carries a detail fit for a problem document.
 var (
-	// ErrMissingKey means the request carries no Idempotency-Key header.
+	// ErrMissingKey means the request carries no key: no Idempotency-Key
+	// header in the default dialect, no key header or body member in the
+	// others (see Dialect).
 	ErrMissingKey = errors.New("missing Idempotency-Key header: this route requires one")
 	// ErrInvalidKey means the Idempotency-Key header is malformed.
 	ErrInvalidKey = errors.New("malformed Idempotency-Key header")

@@ -37,6 +37,7 @@ func NewIdempotency(store Store, opts ...IdempotencyOption) *Idempotency {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
+	cfg.applyDialectDefaults()
 	return &Idempotency{store: store, cfg: cfg}
 }
 
@@ -46,9 +47,14 @@ func (m *Idempotency) Lease() time.Duration { return m.cfg.lease }
 // Retention returns how long a completed key is replayed.
 func (m *Idempotency) Retention() time.Duration { return m.cfg.retention }
 
+// Dialect returns the dialect the layer speaks.
+func (m *Idempotency) Dialect() Dialect { return m.cfg.dialect }
+
 // Wrap guards next, the handler of the operation at route (its pattern,
-// such as "/v1/payments"). POST and PATCH requests must carry an
-// Idempotency-Key; every other method passes straight to next.
+// such as "/v1/payments"). POST and PATCH requests carry a key, in the
+// dialect's header or body field (a dialect that does not require one
+// lets a request without it run unguarded); every other method passes
+// straight to next.
 func (m *Idempotency) Wrap(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost && r.Method != http.MethodPatch {
@@ -67,18 +73,19 @@ func (m *Idempotency) serveGuarded(w http.ResponseWriter, r *http.Request, route
 		WriteProblem(w, http.StatusUnauthorized, ProblemUnauthorized, "Unauthorized", err.Error(), 0)
 		return
 	}
-	key, err := ParseKey(r.Header.Values(KeyHeader))
-	switch {
-	case errors.Is(err, ErrMissingKey):
-		WriteProblem(w, http.StatusBadRequest, ProblemMissingKey, "Idempotency-Key required", err.Error(), 0)
-		return
-	case err != nil:
-		WriteProblem(w, http.StatusBadRequest, ProblemInvalidKey, "Invalid Idempotency-Key", err.Error(), 0)
-		return
-	}
-	body, ok := m.readGuardedBody(w, r)
+	key, body, ok := m.requestKey(w, r)
 	if !ok {
 		return
+	}
+	if key == "" {
+		// The dialect does not require a key: the request runs as if the
+		// route were not guarded, and every retry executes again.
+		next.ServeHTTP(w, r)
+		return
+	}
+	d := &m.cfg.dialect
+	if d.echoKey {
+		w.Header().Set(d.KeyHeader, key)
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
@@ -88,21 +95,59 @@ func (m *Idempotency) serveGuarded(w http.ResponseWriter, r *http.Request, route
 	switch {
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
-		writeStoreUnavailable(w)
+		d.storeUnavailable(w)
 	case res != nil:
 		m.execute(w, r, next, *res, body, log)
 	case rec == nil:
 		log.Error("idempotency store returned neither a reservation nor a record")
-		writeStoreUnavailable(w)
-	case rec.Fingerprint != fingerprint:
-		WriteProblem(w, http.StatusUnprocessableEntity, ProblemKeyReused, "Idempotency-Key reused",
-			"this key was already used in this scope for a different request payload", 0)
+		d.storeUnavailable(w)
+	case rec.Fingerprint != fingerprint && !d.ReplayMismatch:
+		d.keyReused(w)
 	case rec.State == StateCompleted:
 		m.replay(w, rec, log)
 	default:
-		WriteProblem(w, http.StatusConflict, ProblemInProgress, "Request in progress",
-			"a request with this key is still being processed; retry later", m.cfg.inProgressRetryAfter)
+		d.inProgress(w, m.cfg.inProgressRetryAfter)
 	}
+}
+
+// requestKey reads the request's key and body as the dialect says. ok is
+// false when it has answered (a refused key or body); an empty key with ok
+// true means there is none and the dialect lets the request run
+// unguarded, its body intact. A header dialect reads the key before the
+// body, so a refused key costs no body read; a body-field dialect hands
+// back the body without the key member.
+func (m *Idempotency) requestKey(w http.ResponseWriter, r *http.Request) (key string, body []byte, ok bool) {
+	d := &m.cfg.dialect
+	var err error
+	if d.KeyField == "" {
+		parse := d.parseKey
+		if parse == nil {
+			parse = plainHeaderKey
+		}
+		key, err = parse(d, r.Header.Values(d.KeyHeader))
+		if err == nil {
+			body, ok = m.readGuardedBody(w, r)
+			return key, body, ok
+		}
+	} else {
+		if body, ok = m.readGuardedBody(w, r); !ok {
+			return "", nil, false
+		}
+		var rest []byte
+		if key, rest, err = bodyFieldKey(d, body); err == nil {
+			return key, rest, true
+		}
+		r.Body = newBufferedBody(body) // for the unguarded run below
+	}
+	switch {
+	case errors.Is(err, ErrMissingKey) && !d.RequireKey:
+		return "", nil, true
+	case errors.Is(err, ErrMissingKey):
+		d.missingKey(w, err)
+	default:
+		d.invalidKey(w, err)
+	}
+	return "", nil, false
 }
 
 // requestLogger is the logger of one guarded request, carrying its method,
@@ -177,8 +222,7 @@ func (m *Idempotency) replay(w http.ResponseWriter, rec *Record, log *slog.Logge
 	for name, values := range rec.Response.Header {
 		h[name] = slices.Clone(values)
 	}
-	h.Set(ReplayedHeader, "true")
-	w.WriteHeader(rec.Response.Status)
+	w.WriteHeader(m.cfg.dialect.replayed(h, rec.Response.Status))
 	_, _ = w.Write(rec.Response.Body)
 	log.Debug("response replayed", "status", rec.Response.Status)
 }

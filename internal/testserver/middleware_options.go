@@ -36,6 +36,10 @@ type idempotencyConfig struct {
 	logger               *slog.Logger
 	inProgressRetryAfter time.Duration
 	storedHeaders        []string // canonical names
+	dialect              Dialect
+	// retentionSet and store5xxSet say the option was given, so the
+	// dialect's defaults do not override it.
+	retentionSet, store5xxSet bool
 }
 
 func defaultIdempotencyConfig() idempotencyConfig {
@@ -46,6 +50,18 @@ func defaultIdempotencyConfig() idempotencyConfig {
 		logger:               slog.New(slog.DiscardHandler),
 		inProgressRetryAfter: DefaultInProgressRetryAfter,
 		storedHeaders:        canonicalHeaderNames(alwaysStoredHeaders),
+		dialect:              idemDialect(),
+	}
+}
+
+// applyDialectDefaults gives the dialect's retention and 5xx rule to the
+// options that were not set explicitly.
+func (c *idempotencyConfig) applyDialectDefaults() {
+	if !c.retentionSet && c.dialect.Retention > 0 {
+		c.retention = c.dialect.Retention
+	}
+	if !c.store5xxSet {
+		c.store5xx = c.dialect.Store5xx
 	}
 }
 
@@ -69,6 +85,7 @@ func WithRetention(d time.Duration) IdempotencyOption {
 	return func(c *idempotencyConfig) {
 		if d > 0 {
 			c.retention = d
+			c.retentionSet = true
 		}
 	}
 }
@@ -78,7 +95,19 @@ func WithRetention(d time.Duration) IdempotencyOption {
 // runs the handler again. A 503 is never stored: it says the request was
 // not taken on.
 func WithStore5xx(store bool) IdempotencyOption {
-	return func(c *idempotencyConfig) { c.store5xx = store }
+	return func(c *idempotencyConfig) { c.store5xx, c.store5xxSet = store, true }
+}
+
+// WithDialect makes the layer speak d, from LookupDialect (default: the
+// "idem" dialect). Its retention and 5xx rule apply unless WithRetention
+// or WithStore5xx say otherwise. A Dialect built by hand carries none of
+// the answer writers and is ignored.
+func WithDialect(d Dialect) IdempotencyOption {
+	return func(c *idempotencyConfig) {
+		if d.usable() {
+			c.dialect = d
+		}
+	}
 }
 
 // WithMaxBody sets the largest request body the layer reads (default

@@ -27,6 +27,8 @@ type Server struct {
 	handler   http.Handler
 	store     Store
 	ownsStore bool
+	dialect   Dialect
+	retention time.Duration
 	faults    *Faults
 	guarded   atomic.Int64
 
@@ -49,6 +51,10 @@ type config struct {
 	adminToken    string
 	crash         func()
 	sweepInterval time.Duration
+	dialectName   string
+	// retentionSet and store5xxSet say the option was given, so the
+	// dialect's defaults do not override it.
+	retentionSet, store5xxSet bool
 }
 
 // Option configures New.
@@ -67,13 +73,25 @@ func WithServerClock(now func() time.Time) Option { return func(c *config) { c.c
 // WithServerLease sets the idempotency lease (default DefaultLease).
 func WithServerLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
-// WithServerRetention sets how long completed keys are replayed (default
-// DefaultRetention).
-func WithServerRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
+// WithServerRetention sets how long completed keys are replayed (default:
+// the dialect's retention, else DefaultRetention).
+func WithServerRetention(d time.Duration) Option {
+	return func(c *config) { c.retention, c.retentionSet = d, true }
+}
 
 // WithServerStore5xx makes 5xx answers final and replayed instead of
 // releasing the key; a 503 is never final (see WithStore5xx).
-func WithServerStore5xx(store bool) Option { return func(c *config) { c.store5xx = store } }
+func WithServerStore5xx(store bool) Option {
+	return func(c *config) { c.store5xx, c.store5xxSet = store, true }
+}
+
+// WithServerDialect makes the server speak the idempotency dialect called
+// name (see DialectNames; default DefaultDialect): where the key travels
+// and how each protocol answer looks. The payments API is the same in
+// every dialect. The dialect's retention and 5xx rule apply unless
+// WithServerRetention or WithServerStore5xx say otherwise. An unknown name
+// makes New fail, listing the known ones.
+func WithServerDialect(name string) Option { return func(c *config) { c.dialectName = name } }
 
 // WithServerMaxBody sets the largest request body accepted (default
 // DefaultMaxBody); larger ones are answered 413.
@@ -113,29 +131,49 @@ func New(opts ...Option) (*Server, error) {
 		maxBody:       DefaultMaxBody,
 		payoutDelay:   DefaultPayoutDelay,
 		sweepInterval: DefaultSweepInterval,
+		dialectName:   DefaultDialect,
 	}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	if err := cfg.validate(); err != nil {
+	dialect, dialectErr := LookupDialect(cfg.dialectName)
+	if dialectErr == nil {
+		cfg.applyDialectDefaults(dialect)
+	}
+	if err := cfg.validate(dialectErr); err != nil {
 		return nil, err
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: cfg.store, faults: &Faults{}}
+	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention}
 	if s.store == nil {
 		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention))
 		s.ownsStore = true
 	}
-	s.handler = s.routes(cfg)
+	s.handler = s.routes(cfg, dialect)
 	s.startSweeper(cfg)
 	return s, nil
 }
 
-// validate rejects options that cannot work, naming the option.
-func (c *config) validate() error {
+// applyDialectDefaults gives d's retention and 5xx rule to the options
+// that were not set explicitly.
+func (c *config) applyDialectDefaults(d Dialect) {
+	if !c.retentionSet && d.Retention > 0 {
+		c.retention = d.Retention
+	}
+	if !c.store5xxSet {
+		c.store5xx = d.Store5xx
+	}
+}
+
+// validate rejects options that cannot work, naming the option;
+// dialectErr is the failed lookup of the dialect's name, if it failed.
+func (c *config) validate(dialectErr error) error {
 	var errs []error
+	if dialectErr != nil {
+		errs = append(errs, dialectErr)
+	}
 	positive := func(name string, d time.Duration) {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, d))
@@ -173,7 +211,7 @@ func isVisibleASCII(s string) bool {
 
 // routes builds the mux. Every path answers wrong methods with a 405
 // problem and an Allow header; unknown paths get a 404 problem.
-func (s *Server) routes(cfg config) http.Handler {
+func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	api := &paymentsAPI{
 		store:       s.store,
 		now:         cfg.clock,
@@ -181,7 +219,7 @@ func (s *Server) routes(cfg config) http.Handler {
 		payoutDelay: cfg.payoutDelay,
 		logger:      cfg.logger,
 	}
-	idem := NewIdempotency(s.store,
+	idem := NewIdempotency(s.store, WithDialect(dialect),
 		WithLease(cfg.lease), WithRetention(cfg.retention), WithStore5xx(cfg.store5xx),
 		WithMaxBody(cfg.maxBody), WithLogger(cfg.logger))
 	guard := func(route string, h http.HandlerFunc) http.Handler {
@@ -268,6 +306,13 @@ func (s *Server) Faults() *Faults { return s.faults }
 
 // Store returns the store the server uses.
 func (s *Server) Store() Store { return s.store }
+
+// Dialect returns the idempotency dialect the server speaks.
+func (s *Server) Dialect() Dialect { return s.dialect }
+
+// Retention returns how long the server replays a completed key: the
+// option given, else the dialect's, else DefaultRetention.
+func (s *Server) Retention() time.Duration { return s.retention }
 
 // GuardedRequests returns how many guarded requests (POST to /v1/payments
 // and /v1/payouts) have arrived, faulted ones included: one per attempt.
