@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,10 @@ type serveFlags struct {
 	adminToken      string
 	logLevel        string
 	shutdownTimeout time.Duration
+	dialect         string
+	// retentionSet and store5xxSet say the flag was given, so the
+	// dialect's defaults do not override it.
+	retentionSet, store5xxSet bool
 
 	failNext       int
 	failStatus     int
@@ -52,7 +57,7 @@ func newServeCommand(getenv func(string) string) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the reference payments server behind the idempotency protocol",
 		Long: `Serve runs the reference server: a payments API whose POST routes require an
-Idempotency-Key and follow the idempotency protocol.
+Idempotency-Key and follow the idempotency protocol (in the default dialect).
 
   POST /v1/payments         {"amount":1000,"currency":"EUR","reference":"…"} → 201
   GET  /v1/payments/{id}    GET /v1/payments
@@ -66,6 +71,11 @@ exit), a postgres:// URL (several replicas may share one database and
 redis:// URL (shared too, but Redis may lose acknowledged writes unless it
 runs with appendfsync always).
 
+--dialect makes the server speak another provider's idempotency dialect on
+the same payments API, simulated from that provider's documentation: where
+the key travels, its limits, the error documents, what is replayed and for
+how long (` + dialectList + `; default ` + testserver.DefaultDialect + `).
+
 Faults can be armed at start with the --fail-next, --lose-next, --reset-next,
 --handler-delay and --crash-after-commit flags, and at run time through
 /admin/faults when an admin token is set (--admin-token or ` + adminTokenEnv + `),
@@ -73,6 +83,7 @@ e.g. {"crash_after_commit":1} to kill the process after the next commit.
 SIGINT or SIGTERM drains requests and exits.`,
 		Example: `  idem serve
   idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
+  idem serve --dialect stripe
   idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
   idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
   IDEM_ADMIN_TOKEN=secret idem serve --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
@@ -81,6 +92,8 @@ SIGINT or SIGTERM drains requests and exits.`,
 			if f.adminToken == "" {
 				f.adminToken = getenv(adminTokenEnv)
 			}
+			f.retentionSet = cmd.Flags().Changed("retention")
+			f.store5xxSet = cmd.Flags().Changed("store-5xx")
 			return runServe(cmd.Context(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -89,10 +102,11 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.StringVar(&f.store, "store", "memory", "where keys and payments live: "+storeForms)
 	fl.StringVar(&f.storeSchema, "store-schema", pgstore.DefaultSchema, "Postgres schema of the store's tables (postgres store only)")
 	fl.StringVar(&f.storePrefix, "store-prefix", redisstore.DefaultPrefix, "prefix of every key the store writes (redis store only)")
-	fl.DurationVar(&f.retention, "retention", testserver.DefaultRetention, "how long completed keys are replayed")
+	fl.StringVar(&f.dialect, "dialect", testserver.DefaultDialect, "idempotency dialect to speak: "+dialectList)
+	fl.DurationVar(&f.retention, "retention", testserver.DefaultRetention, "how long completed keys are replayed; unset, the --dialect's figure")
 	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
 	fl.DurationVar(&f.payoutDelay, "payout-delay", testserver.DefaultPayoutDelay, "how long a payout stays pending")
-	fl.BoolVar(&f.store5xx, "store-5xx", false, "store 5xx answers as final instead of freeing the key")
+	fl.BoolVar(&f.store5xx, "store-5xx", false, "store 5xx answers as final instead of freeing the key; unset, the --dialect's rule")
 	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token enabling /admin/faults (default $"+adminTokenEnv+"; empty disables it)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests on SIGINT/SIGTERM")
@@ -107,9 +121,15 @@ SIGINT or SIGTERM drains requests and exits.`,
 	return cmd
 }
 
+// dialectList names the dialects --dialect accepts, for help and errors.
+var dialectList = strings.Join(testserver.DialectNames(), ", ")
+
 // validate checks what the flag parser cannot.
 func (f serveFlags) validate() error {
 	var errs []error
+	if _, err := testserver.LookupDialect(f.dialect); err != nil {
+		errs = append(errs, fmt.Errorf("invalid --dialect %q: want one of %s", f.dialect, dialectList))
+	}
 	if _, err := parseStoreKind(f.store); err != nil {
 		errs = append(errs, err)
 	}
@@ -151,6 +171,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	f = f.withDialectDefaults()
 
 	store, err := openServeStore(ctx, f, logger)
 	if err != nil {
@@ -160,6 +181,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		defer store.Close()
 	}
 	opts := []testserver.Option{
+		testserver.WithServerDialect(f.dialect),
 		testserver.WithServerRetention(f.retention),
 		testserver.WithServerLease(f.lease),
 		testserver.WithPayoutDelay(f.payoutDelay),
@@ -188,7 +210,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "store", redactURL(f.store),
-		"retention", f.retention, "admin", f.adminToken != "")
+		"dialect", f.dialect, "retention", f.retention, "admin", f.adminToken != "")
 
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
@@ -199,6 +221,23 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	}
 	logger.Info("shutting down", "drain_timeout", f.shutdownTimeout)
 	return drain(httpServer, f.shutdownTimeout, logger)
+}
+
+// withDialectDefaults returns f with the dialect's retention and 5xx rule
+// in place of the flags that were not given, so the store's reservation
+// grace and the log say what the server does. f.dialect is valid.
+func (f serveFlags) withDialectDefaults() serveFlags {
+	d, err := testserver.LookupDialect(f.dialect)
+	if err != nil {
+		return f
+	}
+	if !f.retentionSet && d.Retention > 0 {
+		f.retention = d.Retention
+	}
+	if !f.store5xxSet {
+		f.store5xx = d.Store5xx
+	}
+	return f
 }
 
 // drain stops accepting connections and waits for in-flight requests;
