@@ -57,3 +57,17 @@ func WithClock(now func() time.Time) Option {
 func WithMaxBody(n int64) Option {
 	return func(c *config) { c.opts = append(c.opts, testserver.WithServerMaxBody(n)) }
 }
+
+// WithDialect makes the server speak a provider's idempotency dialect
+// instead of this project's: "stripe", "paypal", "adyen", "square" or the
+// default "idem" (testserver.DialectNames lists them). Each is simulated
+// from the provider's documentation: where the key travels (a header, or
+// Square's idempotency_key body field), its length limit, the provider's
+// error documents for a missing, reused or in-flight key, what is replayed
+// and how long keys are kept (unless WithRetention or WithStore5xx say
+// otherwise). Test a client against the provider it will talk to without
+// the provider's sandbox. An unknown name fails NewServer (and Start
+// returns an error naming the known ones).
+func WithDialect(name string) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerDialect(name)) }
+}
