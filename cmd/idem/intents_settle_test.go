@@ -89,6 +89,7 @@ func TestSettle_SucceededByNameKeepsTheVerdictAndSendsNothing(t *testing.T) {
 	assert.Regexp(t, `(?m)^May have executed:\s+yes$`, show)
 	assert.Regexp(t, `(?m)^Reconciliations\n  `+regexp.QuoteMeta(v.At.UTC().Format("2006-01-02T15:04:05Z"))+
 		`  succeeded \(manual, by alice: pay_123 in the provider dashboard\)$`, show)
+	assert.Contains(t, show, "\nResponse\n  none stored: settled by the reconciliation above\n")
 
 	list, _, err = runIntentsCLI(t, nil, "list", "--keystore", p.path)
 	require.NoError(t, err)

@@ -168,6 +168,9 @@ func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
 	writeMessage(&b, "Request", d.Header, d.Body)
 	if d.Response != nil {
 		writeMessage(&b, "Response "+statusText(d.Response.Status), d.Response.Header, d.Response.Body)
+	} else if len(d.Reconciliations) > 0 && d.State.Settled() {
+		// A verdict without the provider's document settled it.
+		b.WriteString("\nResponse\n  none stored: settled by the reconciliation above\n")
 	} else {
 		b.WriteString("\nResponse\n  none stored yet\n")
 	}
