@@ -48,6 +48,7 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 		keyed:  true,
 		logID:  rec.Key,
 		client: c.sender,
+		doubt:  doubt,
 	})
 	rec.Attempts += res.attempts
 	rec.UpdatedAt = c.cfg.now()

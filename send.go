@@ -29,6 +29,11 @@ type call struct {
 	logID string
 	// client sends the attempts; its transport never closes the pool.
 	client *http.Client
+	// doubt says an earlier attempt may have taken effect: a "key
+	// reused" answer may then be the server holding the key for it, as
+	// some providers answer a duplicate of a request still running, and
+	// is retried like an in-progress answer.
+	doubt bool
 }
 
 // sendResult is how a call ended. When stop is nil, resp is a final answer
@@ -197,6 +202,9 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 		res.lastStatus = resp.StatusCode
 	}
 	o := classify(&p.c.cfg.dialect, method, p.cl.keyed, resp, err)
+	if o == outcomeKeyReused && (p.cl.doubt || res.unknown) {
+		o = outcomeRetryUnsure
+	}
 	res.outcome = o
 	if mayHaveTakenEffect(method, o) {
 		res.unknown = true

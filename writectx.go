@@ -28,15 +28,18 @@ func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.R
 		limit = d.Add(c.cfg.writeGrace)
 	}
 	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), limit)
+	defer cancel()
 	done := make(chan error, 1)
-	go func() {
-		defer cancel()
-		done <- fn(wctx, rec)
-	}()
+	go func() { done <- fn(wctx, rec) }()
 	select {
 	case err := <-done:
 		return err
 	case <-wctx.Done():
+		select {
+		case err := <-done: // finished just as the grace ran out
+			return err
+		default:
+		}
 		return fmt.Errorf("keystore write did not return within the write grace (%s); it may still complete: %w", c.cfg.writeGrace, wctx.Err())
 	}
 }
