@@ -32,14 +32,16 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationFailed)
 	case verdictGone:
 		if c.pastRetention(rec) {
-			return nil, c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation is gone (status %d); reconcile it", c.cfg.retention, ans.status), ans.status)
+			err := c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation is gone (status %d); reconcile it", c.cfg.retention, ans.status), ans.status)
+			return c.reconcileOr(ctx, rec, nil, err)
 		}
 		c.log.WarnContext(ctx, "idem: accepted operation is gone; reconcile it", "key", keyHash(rec.Key), "status", ans.status)
 		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationGone)
 	case verdictSilent:
 		// A call whose ctx ended learnt nothing about the operation.
 		if ctx.Err() == nil && c.pastRetention(rec) {
-			return nil, c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation gives no answer; reconcile it", c.cfg.retention), ans.status)
+			err := c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation gives no answer; reconcile it", c.cfg.retention), ans.status)
+			return c.reconcileOr(ctx, rec, nil, err)
 		}
 	}
 	// Polls that learnt something are recorded; when no poll was made

@@ -1,6 +1,9 @@
 package keystore
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of every Store. Match them with errors.Is; the returned
 // errors wrap them with detail: the path, or the key as key# and the first
@@ -17,4 +20,34 @@ var (
 	ErrCorrupt = errors.New("keystore: file is corrupt or not an idem keystore")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("keystore: closed")
+	// ErrSettled: an Update would change a settled record (Succeeded or
+	// Failed) into another state. A settled record is never changed back:
+	// its answer is the intent's truth.
+	ErrSettled = errors.New("keystore: record is settled; never changed back")
+	// ErrClaimLost: UpdateClaimed was called by an owner whose claim on
+	// the record another owner has taken since; the write was not made.
+	ErrClaimLost = errors.New("keystore: claim lost to another owner; write refused")
 )
+
+// CorruptRecordsError is returned by List, with the records it could read,
+// when some stored records are damaged: they are left out of the result
+// and named here, so one bad record never hides the good ones. It matches
+// ErrCorrupt.
+type CorruptRecordsError struct {
+	// Keys are the stored keys of the damaged records, as stored (they
+	// may themselves be damaged).
+	Keys []string
+	// Errs holds why each could not be read, in the order of Keys.
+	Errs []error
+}
+
+// Error names how many records were left out.
+func (e *CorruptRecordsError) Error() string {
+	if len(e.Keys) == 1 {
+		return "keystore: 1 damaged record left out: " + e.Errs[0].Error()
+	}
+	return fmt.Sprintf("keystore: %d damaged records left out (first: %v)", len(e.Keys), e.Errs[0])
+}
+
+// Is reports that the error matches ErrCorrupt.
+func (e *CorruptRecordsError) Is(target error) bool { return target == ErrCorrupt }
