@@ -59,6 +59,18 @@ var (
 	// so Do sent nothing. The intent stays as it was; try it again once
 	// that worker is done or its claim has run out (WithClaimLease).
 	ErrIntentBusy = errors.New("idem: another worker holds the intent")
+	// ErrCredentialsMissing: the intent was begun with credentials (a
+	// secret header such as Authorization) that the attempt lacks, so
+	// nothing was sent: the server scopes keys by principal, and the key
+	// sent without them would be a new intent there. Supply them with a
+	// fresh Begin of the same name or WithRequestEditor. The error names
+	// the header.
+	ErrCredentialsMissing = errors.New("idem: the intent's credentials are missing; not sent")
+	// ErrCredentialsMismatch: the attempt carries credentials for another
+	// principal than the intent was begun with (another token, another
+	// tenant), so nothing was sent. If both name one account (a rotated
+	// key), say so with WithPrincipal.
+	ErrCredentialsMismatch = errors.New("idem: the credentials name another principal than the intent's; not sent")
 	// ErrLocked: another process holds the keystore. It is
 	// keystore.ErrLocked, repeated here so callers need one import.
 	ErrLocked = keystore.ErrLocked
