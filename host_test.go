@@ -62,7 +62,7 @@ func TestHostOverrideSurvivesARestart(t *testing.T) {
 	assert.Equal(t, virtualHost, in.Host)
 	require.NoError(t, first.Close(), "the process stops before sending")
 
-	second := newTestClient(t, WithBoltStore(path, nil))
+	second := newTestClient(t, WithBoltStore(path, nil), WithRequestEditor(bearer(testToken)))
 	resumed, err := second.Resume(ctx, in.Key)
 	require.NoError(t, err)
 	assert.Equal(t, virtualHost, resumed.Host)

@@ -51,6 +51,9 @@ type Intent struct {
 	Key string
 	// Name is the business name given to Begin, "" for an unnamed intent.
 	Name string
+	// Principal is a keyed fingerprint of who the intent acts for (see
+	// WithPrincipal), "" for anonymous; names are scoped by it.
+	Principal string
 	// State is the intent's life stage.
 	State State
 	// Method and URL say what request the intent sends.
@@ -92,7 +95,8 @@ func (in *Intent) refresh(r *keystore.Record) {
 	if in.Key != r.Key {
 		in.Key = r.Key
 	}
-	in.Name = r.Name
+	in.Name = keystore.BusinessName(r.Name, r.Principal)
+	in.Principal = r.Principal
 	in.State = r.State
 	in.Method = r.Method
 	in.URL = r.URL
@@ -150,19 +154,25 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	if err != nil {
 		return nil, err
 	}
+	principal, secretNames, err := c.principalOf(withHeaders(req, header, secrets))
+	if err != nil {
+		return nil, err
+	}
 	now := c.cfg.now()
 	rec := &keystore.Record{
-		Key:         key,
-		Name:        name,
-		Method:      method,
-		URL:         target,
-		Host:        host,
-		Header:      header,
-		Body:        body,
-		Fingerprint: Fingerprint(method, target, payload),
-		State:       keystore.Pending,
-		CreatedAt:   now,
-		UpdatedAt:   now,
+		Key:           key,
+		Name:          keystore.ScopedName(name, principal),
+		Principal:     principal,
+		SecretHeaders: secretNames,
+		Method:        method,
+		URL:           target,
+		Host:          host,
+		Header:        header,
+		Body:          body,
+		Fingerprint:   Fingerprint(method, target, payload),
+		State:         keystore.Pending,
+		CreatedAt:     now,
+		UpdatedAt:     now,
 	}
 	// rec is only read from here on, so a store that can keep it instead
 	// of a copy may (keystore.Adopter).
@@ -232,6 +242,20 @@ func (c *Client) intentKey(body []byte) (string, []byte, error) {
 		}
 	}
 	return key, body, nil
+}
+
+// withHeaders is req as it is sent: its stored headers and its secrets
+// (URL credentials among them), for naming its principal.
+func withHeaders(req *http.Request, stored, secrets http.Header) *http.Request {
+	out := req.WithContext(req.Context())
+	out.Header = make(http.Header, len(stored)+len(secrets))
+	for name, values := range stored {
+		out.Header[name] = values
+	}
+	for name, values := range secrets {
+		out.Header[name] = values
+	}
+	return out
 }
 
 // createRecord stores a record the caller built and only reads from then

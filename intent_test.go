@@ -38,7 +38,10 @@ func TestBeginPersistsBeforeReturning(t *testing.T) {
 
 	rec, err := store.Get(context.Background(), in.Key)
 	require.NoError(t, err)
-	assert.Equal(t, "order-1/payment", rec.Name)
+	assert.Equal(t, "order-1/payment", in.Name)
+	assert.Equal(t, keystore.ScopedName("order-1/payment", rec.Principal), rec.Name, "stored under its principal")
+	assert.NotEmpty(t, rec.Principal)
+	assert.NotContains(t, rec.Principal, testToken)
 	assert.JSONEq(t, `{"amount":1000,"currency":"EUR","reference":"r"}`, string(rec.Body))
 	assert.Empty(t, rec.Header.Get("Authorization"), "secrets are never stored")
 	assert.Equal(t, "application/json", rec.Header.Get("Content-Type"))
@@ -103,6 +106,7 @@ func TestBeginNamedIsIdempotentAcrossRestart(t *testing.T) {
 	same, err := http.NewRequest(http.MethodPost, "https://api.example.com/v1/payments",
 		strings.NewReader(`{"reference":"seven","currency":"EUR",  "amount":700}`))
 	require.NoError(t, err)
+	same.Header.Set("Authorization", "Bearer "+testToken)
 	again := begin(t, c, "order-7/payment", same)
 	assert.Equal(t, first.Key, again.Key)
 	require.NoError(t, c.Close())

@@ -66,6 +66,8 @@ type config struct {
 	retentionSet  bool
 	reconciler    Reconciler
 	writeGrace    time.Duration
+	principal     Principal
+	principalKey  []byte
 }
 
 func defaultConfig() config {
@@ -88,6 +90,7 @@ func defaultConfig() config {
 		claims:       defaultClaimConfig(),
 		dialect:      dialect.Draft(),
 		writeGrace:   DefaultWriteGrace,
+		principalKey: defaultPrincipalKey,
 	}
 }
 

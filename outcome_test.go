@@ -159,7 +159,7 @@ func TestRefusalOfAResumedIntentIsNotFinal(t *testing.T) {
 	in := begin(t, first, "batch/1", paymentRequest(t, f.URL, 1000, "batch-1"))
 	require.NoError(t, first.Close())
 
-	second := newTestClient(t, WithStore(store))
+	second := newTestClient(t, WithStore(store), WithRequestEditor(bearer(testToken)))
 	resumed, err := second.Resume(context.Background(), in.Key)
 	require.NoError(t, err)
 	_, err = second.Do(context.Background(), resumed)

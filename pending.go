@@ -49,6 +49,10 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 		logID:  rec.Key,
 		client: c.sender,
 		doubt:  doubt,
+
+		checkPrincipal: true,
+		principal:      rec.Principal,
+		secretNames:    rec.SecretHeaders,
 	})
 	rec.Attempts += res.attempts
 	rec.UpdatedAt = c.cfg.now()

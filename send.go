@@ -34,6 +34,12 @@ type call struct {
 	// some providers answer a duplicate of a request still running, and
 	// is retried like an in-progress answer.
 	doubt bool
+	// checkPrincipal says every attempt must carry the credentials of
+	// principal (a fingerprint) and the secret headers secretNames, or is
+	// not sent.
+	checkPrincipal bool
+	principal      string
+	secretNames    []string
 }
 
 // sendResult is how a call ended. When stop is nil, resp is a final answer
@@ -141,6 +147,11 @@ func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call) 
 	if c.cfg.editor != nil {
 		if err := c.cfg.editor(ctx, r); err != nil {
 			return &editorError{err: err}
+		}
+	}
+	if cl.checkPrincipal {
+		if err := c.checkCredentials(r, cl); err != nil {
+			return err
 		}
 	}
 	if name := c.cfg.dialect.KeyHeader; cl.key != "" && name != "" {

@@ -12,6 +12,7 @@ package keystore
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -73,6 +74,15 @@ type Record struct {
 	Host string `json:"host,omitempty"`
 	// AcceptedAt is when a 202 made the intent Accepted; zero before.
 	AcceptedAt time.Time `json:"accepted_at,omitzero"`
+	// Principal is a keyed fingerprint (hex) of who the intent acts for,
+	// "" for anonymous: never the credentials themselves, and not
+	// reversible from the keystore alone. A named record's Name is
+	// scoped by it (ScopedName).
+	Principal string `json:"principal,omitempty"`
+	// SecretHeaders names the secret headers (canonical, sorted) the
+	// intent was begun with; their values are never stored, and an
+	// attempt without them is refused.
+	SecretHeaders []string `json:"secret_headers,omitempty"`
 	// MayHaveExecuted is set once an attempt may have taken effect on the
 	// server without the client holding its final answer (a lost answer,
 	// a 5xx, a 409 in progress). From then on only an answer that proves
@@ -82,6 +92,29 @@ type Record struct {
 	// server's answer (a Reconciler, or a person through `idem intents
 	// settle`), oldest first.
 	Reconciliations []Reconciliation `json:"reconciliations,omitempty"`
+}
+
+// principalNameMark separates a business name from its principal in a
+// stored name.
+const principalNameMark = "@principal:"
+
+// ScopedName is the name a named intent is stored under: its business
+// name, scoped by its principal, so two principals may use one business
+// name. An anonymous intent's name is the business name itself.
+func ScopedName(name, principal string) string {
+	if name == "" || principal == "" {
+		return name
+	}
+	return name + principalNameMark + principal
+}
+
+// BusinessName is the business name of a stored name (ScopedName's
+// inverse).
+func BusinessName(stored, principal string) string {
+	if principal == "" {
+		return stored
+	}
+	return strings.TrimSuffix(stored, principalNameMark+principal)
 }
 
 // Outcomes a Reconciliation may record.
@@ -128,6 +161,9 @@ func (r *Record) Clone() *Record {
 		}
 		c.Response = &resp
 	}
+	if r.SecretHeaders != nil {
+		c.SecretHeaders = append([]string(nil), r.SecretHeaders...)
+	}
 	if r.Reconciliations != nil {
 		c.Reconciliations = append([]Reconciliation(nil), r.Reconciliations...)
 	}
@@ -154,6 +190,12 @@ type Store interface {
 	// GetByName returns the record with this name, or ErrNotFound.
 	GetByName(ctx context.Context, name string) (*Record, error)
 	// Update replaces the stored record with r.Key; ErrNotFound if absent.
+	// It never changes a settled record into another state: a Succeeded
+	// or Failed record stays in its state (rewriting it in the same state
+	// is allowed, e.g. to add a verdict to its audit trail), and an
+	// Expired one may only become Succeeded or Failed (a reconciliation).
+	// Any other change fails with ErrSettled and writes nothing; the check
+	// and the write are one atomic step.
 	Update(ctx context.Context, r *Record) error
 	// List returns the records matching f, oldest first.
 	List(ctx context.Context, f Filter) ([]*Record, error)

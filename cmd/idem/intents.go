@@ -81,7 +81,7 @@ type intentSummary struct {
 func summarize(r *keystore.Record) intentSummary {
 	s := intentSummary{
 		Key:       r.Key,
-		Name:      r.Name,
+		Name:      keystore.BusinessName(r.Name, r.Principal),
 		State:     r.State,
 		Method:    r.Method,
 		URL:       r.URL,

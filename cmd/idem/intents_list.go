@@ -109,7 +109,7 @@ func writeListTable(out io.Writer, recs []*keystore.Record, now time.Time) error
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNAME\tSTATE\tMETHOD\tURL\tATTEMPTS\tAGE\tLAST")
 	for _, r := range recs {
-		name := r.Name
+		name := keystore.BusinessName(r.Name, r.Principal)
 		if name == "" {
 			name = "-"
 		}

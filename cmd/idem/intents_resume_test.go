@@ -60,14 +60,23 @@ func TestResume_HeaderFlagAndTokenFromEnvironment(t *testing.T) {
 	t.Parallel()
 	p := populateKeystore(t)
 
+	// Another principal's credentials are refused before any byte leaves:
+	// the server would take the key for a new payment in that scope.
 	_, stderr, err := runIntentsCLI(t, nil, "resume", "--keystore", p.path, "--no-progress",
 		"--key", p.pending[0].Name, "--header", "Authorization: Bearer tok_from_header")
-	require.NoError(t, err, stderr)
-	assert.Len(t, p.srv.Payments("tok_from_header"), 1)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "another principal")
+	assert.Empty(t, p.srv.Payments("tok_from_header"))
 
-	_, stderr, err = runIntentsCLI(t, map[string]string{tokenEnv: "tok_from_env"}, "resume", "--keystore", p.path, "--no-progress")
+	before := len(p.srv.Payments(testToken))
+	_, stderr, err = runIntentsCLI(t, nil, "resume", "--keystore", p.path, "--no-progress",
+		"--key", p.pending[0].Name, "--header", "Authorization: Bearer "+testToken)
 	require.NoError(t, err, stderr)
-	assert.Len(t, p.srv.Payments("tok_from_env"), 1)
+	assert.Len(t, p.srv.Payments(testToken), before+1)
+
+	_, stderr, err = runIntentsCLI(t, map[string]string{tokenEnv: testToken}, "resume", "--keystore", p.path, "--no-progress")
+	require.NoError(t, err, stderr)
+	assert.Len(t, p.srv.Payments(testToken), before+2)
 	assert.Equal(t, 4, p.srv.PaymentCount())
 }
 
@@ -116,7 +125,7 @@ func TestResume_UnreachableServerIsOneLineAndKeepsIntentsPending(t *testing.T) {
 	p := populateKeystore(t)
 	p.srv.Close()
 
-	stdout, stderr, err := runIntentsCLI(t, nil, "resume", "--keystore", p.path, "--no-progress", "--max-attempts", "1")
+	stdout, stderr, err := runIntentsCLI(t, nil, "resume", "--keystore", p.path, "--no-progress", "--max-attempts", "1", "--token", testToken)
 	requireOneLineError(t, stderr, err)
 	assert.Contains(t, stderr, "2 of 2 intents not settled (0 failed, 2 still pending, 0 expired); last error: ")
 	assert.Contains(t, stderr, "connection refused")

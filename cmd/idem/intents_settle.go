@@ -138,7 +138,7 @@ func settledLine(rec *keystore.Record) string {
 	var b strings.Builder
 	b.WriteString("settled  " + rec.Key)
 	if rec.Name != "" {
-		b.WriteString("  " + oneLineOf(rec.Name, 48))
+		b.WriteString("  " + oneLineOf(keystore.BusinessName(rec.Name, rec.Principal), 48))
 	}
 	if n := len(rec.Reconciliations); n > 0 {
 		b.WriteString("  " + verdictText(rec.Reconciliations[n-1]))
@@ -154,7 +154,7 @@ func alreadySettled(ctx context.Context, st keystore.Store, rec *keystore.Record
 	}
 	who := "intent " + rec.Key
 	if rec.Name != "" {
-		who += " (" + oneLineOf(rec.Name, 48) + ")"
+		who += " (" + oneLineOf(keystore.BusinessName(rec.Name, rec.Principal), 48) + ")"
 	}
 	if v, ok := settledBy(rec); ok {
 		return fmt.Errorf("%s was already settled as %s at %s; a verdict is never replaced",

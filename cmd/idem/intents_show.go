@@ -126,13 +126,34 @@ func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName stri
 	return writeDetail(out, d, env.now())
 }
 
-// findIntent looks keyOrName up as a key first, then as a name.
+// findIntent looks keyOrName up as a key first, then as a business name.
+// Names are scoped by principal, so one name may belong to intents of
+// several principals: that is an error that asks for the key.
 func findIntent(ctx context.Context, st keystore.Store, keyOrName string) (*keystore.Record, error) {
 	rec, err := st.Get(ctx, keyOrName)
 	if !errors.Is(err, keystore.ErrNotFound) {
 		return rec, err
 	}
-	return st.GetByName(ctx, keyOrName)
+	if rec, err := st.GetByName(ctx, keyOrName); !errors.Is(err, keystore.ErrNotFound) {
+		return rec, err
+	}
+	all, err := st.List(ctx, keystore.Filter{})
+	if err != nil && len(all) == 0 {
+		return nil, err
+	}
+	var found []*keystore.Record
+	for _, r := range all {
+		if r.Name != "" && keystore.BusinessName(r.Name, r.Principal) == keyOrName {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%w: no intent with key or name %q", keystore.ErrNotFound, keyOrName)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%d intents are named %q, one per principal: give the key of the one you mean", len(found), keyOrName)
 }
 
 func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
