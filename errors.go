@@ -71,6 +71,13 @@ var (
 	// tenant), so nothing was sent. If both name one account (a rotated
 	// key), say so with WithPrincipal.
 	ErrCredentialsMismatch = errors.New("idem: the credentials name another principal than the intent's; not sent")
+	// ErrIntentUncertain: Begin's write to the keystore failed in a way
+	// that leaves open whether the intent was stored (a lost
+	// acknowledgement, a failed sync), and the keystore could not be
+	// asked afterwards. The error is an *UncertainIntentError that carries
+	// the key: Resume it once the keystore answers, and never begin the
+	// same payment under a new key meanwhile.
+	ErrIntentUncertain = errors.New("idem: the keystore may or may not hold the new intent")
 	// ErrLocked: another process holds the keystore. It is
 	// keystore.ErrLocked, repeated here so callers need one import.
 	ErrLocked = keystore.ErrLocked
@@ -134,3 +141,23 @@ func (e *GiveUpError) Unwrap() []error {
 	}
 	return errs
 }
+
+// UncertainIntentError is Begin's error when the keystore may hold the new
+// intent without having said so. It matches ErrIntentUncertain and the
+// keystore's error.
+type UncertainIntentError struct {
+	// Key is the key the intent was stored under, if it was.
+	Key string
+	// Name is the business name given to Begin.
+	Name string
+	// Err is the keystore's last error.
+	Err error
+}
+
+// Error says what is uncertain; it names the key by its hash only.
+func (e *UncertainIntentError) Error() string {
+	return fmt.Sprintf("idem: the keystore may or may not hold the new intent (key hash %s); resume it by its key once the keystore answers: %v", keyHash(e.Key), e.Err)
+}
+
+// Unwrap returns ErrIntentUncertain and the keystore's error.
+func (e *UncertainIntentError) Unwrap() []error { return []error{ErrIntentUncertain, e.Err} }

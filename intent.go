@@ -178,7 +178,10 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	// of a copy may (keystore.Adopter).
 	existing, created, err := c.createRecord(ctx, rec)
 	if err != nil {
-		return nil, fmt.Errorf("idem: persisting intent: %w", err)
+		existing, created, err = c.settleCreateDoubt(ctx, rec, err)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if !created {
 		if existing.Fingerprint != rec.Fingerprint || existing.Host != rec.Host {
