@@ -190,8 +190,10 @@ func (b *Bolt) getByName(name string) (*Record, error) {
 }
 
 // Update replaces the stored record with r.Key. It returns ErrNotFound if
-// there is none, and an error if r.Name differs from the stored name: a
-// name belongs to its intent for life.
+// there is none, an error if r.Name differs from the stored name (a name
+// belongs to its intent for life), and ErrSettled if it would change a
+// settled record into another state (see Store). The checks read the
+// stored record in the write transaction itself.
 func (b *Bolt) Update(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
@@ -218,6 +220,9 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 		}
 		if sum.Name != r.Name {
 			return false, nameChanged(r.Key, sum.Name, r.Name)
+		}
+		if !mayRewrite(sum.State, r.State) {
+			return false, settled(r.Key, sum.State, r.State)
 		}
 		if err := records.Put(key, data); err != nil {
 			return true, fmt.Errorf("keystore: update %s: %w", keyRef(r.Key), err)

@@ -39,6 +39,26 @@ func nameChanged(key, stored, given string) error {
 	return fmt.Errorf("keystore: update %s: name is immutable (stored %q, given %q)", keyRef(key), stored, given)
 }
 
+// mayRewrite reports whether a record stored in state from may be
+// rewritten in state to: a settled answer is never changed back, an
+// Expired record may only be reconciled to Succeeded or Failed, and
+// rewriting a settled record in its own state (a retried write, a
+// verdict added to its audit trail) is allowed.
+func mayRewrite(from, to State) bool {
+	switch from {
+	case Succeeded, Failed:
+		return to == from
+	case Expired:
+		return to == Expired || to == Succeeded || to == Failed
+	}
+	return true
+}
+
+// settled is the error of an Update that mayRewrite refuses.
+func settled(key string, from, to State) error {
+	return fmt.Errorf("update %s: %w (stored %s, given %s)", keyRef(key), ErrSettled, from, to)
+}
+
 // purgeable reports whether Purge may delete a record in state s last
 // updated at updatedAt: settled records only (not Pending, and not
 // Accepted, whose operation the client still polls), strictly older than

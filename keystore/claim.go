@@ -11,10 +11,14 @@ import (
 // process) until a deadline on the store's clock; a worker that dies simply
 // lets its claims run out and another worker takes them over.
 //
-// Claims order sending, they do not fence writes: Update is not checked
-// against the claim. A worker that outlived its lease and still finishes
-// sends the same idempotency key as the new owner, so the server applies
-// the intent once either way.
+// Claims fence writes through UpdateClaimed: a worker writes its outcome
+// only while the claim is still its own, so a worker that outlived its
+// lease, after another took the intent over, cannot overwrite what the
+// new owner stored (it gets ErrClaimLost and should read the record
+// again). Both send the same idempotency key, so the server applies the
+// intent once either way. CreateClaimed claims a new intent in the write
+// that creates it, so no other worker takes it before its creator sends
+// it. Plain Update is not checked against claims.
 //
 // Use it through a type assertion:
 //
@@ -39,4 +43,14 @@ type Claimer interface {
 	// held, already released, or taken over after it expired) changes
 	// nothing and is not an error. ErrNotFound if there is no such record.
 	Unclaim(ctx context.Context, key, owner string) error
+	// CreateClaimed is Create that also claims a record it creates for
+	// owner until lease from now, in the same write, so no other worker
+	// can take a new intent before its creator sends it. An existing
+	// record (same name) is returned unclaimed, as Create does.
+	CreateClaimed(ctx context.Context, r *Record, owner string, lease time.Duration) (existing *Record, created bool, err error)
+	// UpdateClaimed is Update made by the holder of a claim: it writes
+	// only while the record's claim is owner's (live, or lapsed with no
+	// other owner since), and fails with ErrClaimLost otherwise. Like
+	// Update it never changes a settled record back (ErrSettled).
+	UpdateClaimed(ctx context.Context, r *Record, owner string) error
 }

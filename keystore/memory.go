@@ -114,8 +114,9 @@ func (m *Memory) GetByName(ctx context.Context, name string) (*Record, error) {
 }
 
 // Update replaces the stored record with r.Key by a copy of r. It returns
-// ErrNotFound if there is none, and an error if r.Name differs from the
-// stored name: a name belongs to its intent for life.
+// ErrNotFound if there is none, an error if r.Name differs from the
+// stored name (a name belongs to its intent for life), and ErrSettled if
+// it would change a settled record into another state (see Store).
 func (m *Memory) Update(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
@@ -145,6 +146,9 @@ func (m *Memory) update(owned *Record) error {
 	}
 	if old.Name != owned.Name {
 		return nameChanged(owned.Key, old.Name, owned.Name)
+	}
+	if !mayRewrite(old.State, owned.State) {
+		return settled(owned.Key, old.State, owned.State)
 	}
 	m.records[owned.Key] = owned
 	return nil

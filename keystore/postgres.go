@@ -153,8 +153,14 @@ func (p *Postgres) Create(ctx context.Context, r *Record) (*Record, bool, error)
 	if err := p.checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
+	return p.create(ctx, r, p.sql.insert, postgresRecordArgs(r))
+}
+
+// create runs insert, a statement that inserts r with args unless its key
+// or name is taken, and works out the outcome as Create describes.
+func (p *Postgres) create(ctx context.Context, r *Record, insert string, args []any) (*Record, bool, error) {
 	for range 3 {
-		tag, err := p.pool.Exec(ctx, p.sql.insert, postgresRecordArgs(r)...)
+		tag, err := p.pool.Exec(ctx, insert, args...)
 		if err != nil {
 			return nil, false, p.fail("create", r.Key, err)
 		}
@@ -216,25 +222,15 @@ func (p *Postgres) GetByName(ctx context.Context, name string) (*Record, error) 
 }
 
 // Update replaces the record with r.Key; ErrNotFound if absent. A record's
-// name is fixed for life: an Update that changes it is an error. Claims on
-// the record are left as they are.
+// name is fixed for life: an Update that changes it is an error. A
+// settled record is never changed into another state (ErrSettled, see
+// Store): the UPDATE itself checks the stored state. Claims on the record
+// are left as they are and not checked; see UpdateClaimed.
 func (p *Postgres) Update(ctx context.Context, r *Record) error {
 	if err := p.checkWrite(ctx, "update", r); err != nil {
 		return err
 	}
-	tag, err := p.pool.Exec(ctx, p.sql.update, postgresRecordArgs(r)...)
-	if err != nil {
-		return p.fail("update", r.Key, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	// The update matches on key and name together; find out which failed.
-	stored, err := p.Get(ctx, r.Key)
-	if err != nil {
-		return err
-	}
-	return nameChanged(r.Key, stored.Name, r.Name)
+	return p.update(ctx, r, "")
 }
 
 // List returns the records matching f, oldest first.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,9 @@ var postgresRecordColumns = []string{
 type postgresSQL struct {
 	insert, update, getByKey, getByName, exists, list, purge string
 	claim, claimKey, unclaim                                 string
+	// insertClaimed and updateClaimed are insert and update for the
+	// holder of a claim; guard reads what update checks.
+	insertClaimed, updateClaimed, guard string
 }
 
 func newPostgresSQL(schema, table string) postgresSQL {
@@ -45,14 +49,28 @@ func newPostgresSQL(schema, table string) postgresSQL {
 	// the database clock is the one every worker shares.
 	const free = `(claim_until IS NULL OR claim_until <= now())`
 	const until = `now() + $2::bigint * interval '1 microsecond'`
+	n := len(postgresRecordColumns)
+	// mayRewrite in SQL, against the given state, so the check and the
+	// write are one statement: a settled record is never changed back.
+	given := fmt.Sprintf("$%d", slices.Index(postgresRecordColumns, "state")+1)
+	rewrite := `(state = ` + given + ` OR state NOT IN ('succeeded', 'failed', 'expired')
+			OR (state = 'expired' AND ` + given + ` IN ('succeeded', 'failed')))`
+	update := `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + `
+			WHERE key = $1 AND name IS NOT DISTINCT FROM $2 AND ` + rewrite
 	return postgresSQL{
 		// No conflict target: a clash on the key or on the name both do
 		// nothing, and Create works out which one it was.
-		insert:    `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + strings.Join(placeholders, ", ") + `) ON CONFLICT DO NOTHING`,
-		update:    `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + ` WHERE key = $1 AND name IS NOT DISTINCT FROM $2`,
-		getByKey:  `SELECT ` + cols + ` FROM ` + t + ` WHERE key = $1`,
-		getByName: `SELECT ` + cols + ` FROM ` + t + ` WHERE name = $1`,
-		exists:    `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
+		insert: `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + strings.Join(placeholders, ", ") + `) ON CONFLICT DO NOTHING`,
+		update: update,
+		insertClaimed: `INSERT INTO ` + t + ` (` + cols + `, claim_owner, claim_until) VALUES (` + strings.Join(placeholders, ", ") +
+			fmt.Sprintf(`, $%d, now() + $%d::bigint * interval '1 microsecond') ON CONFLICT DO NOTHING`, n+1, n+2),
+		// Unclaim empties claim_owner, so a released claim fences too:
+		// another owner may have claimed, written and released since.
+		updateClaimed: update + fmt.Sprintf(` AND claim_owner = $%d`, n+1),
+		guard:         `SELECT name, state, claim_owner FROM ` + t + ` WHERE key = $1`,
+		getByKey:      `SELECT ` + cols + ` FROM ` + t + ` WHERE key = $1`,
+		getByName:     `SELECT ` + cols + ` FROM ` + t + ` WHERE name = $1`,
+		exists:        `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
 		list: `SELECT ` + cols + ` FROM ` + t + `
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"SameNameReturnsExisting", testSameNameReturnsExisting},
 		{"Update", testUpdate},
 		{"UpdateCannotRename", testUpdateCannotRename},
+		{"UpdateNeverUnsettles", testUpdateNeverUnsettles},
 		{"ListFilters", testListFilters},
 		{"Purge", testPurge},
 		{"NoAliasing", testNoAliasing},
@@ -281,6 +282,55 @@ func testUpdateCannotRename(t *testing.T, s keystore.Store) {
 		_, err = s.GetByName(ctx, name)
 		assert.ErrorIs(t, err, keystore.ErrNotFound, name)
 	}
+}
+
+// testUpdateNeverUnsettles checks the downgrade rule: a worker that
+// gives up late must not write Pending over the answer another stored.
+func testUpdateNeverUnsettles(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	// Keys that no state name or message word contains, so
+	// assertHidesKey can look for them.
+	ok := finish(record("k-7Q2X", "n-ok", keystore.Pending, at(0)), keystore.Succeeded, at(1))
+	failed := finish(record("k-9ZRW", "", keystore.Pending, at(0)), keystore.Failed, at(1))
+	expired := record("k-4VJY", "", keystore.Expired, at(0))
+	for _, r := range []*keystore.Record{ok, failed, expired} {
+		mustCreate(t, s, r)
+	}
+	refused := []struct {
+		from *keystore.Record
+		to   keystore.State
+	}{
+		{ok, keystore.Pending}, {ok, keystore.Accepted}, {ok, keystore.Failed}, {ok, keystore.Expired},
+		{failed, keystore.Pending}, {failed, keystore.Succeeded}, {failed, keystore.Expired},
+		{expired, keystore.Pending}, {expired, keystore.Accepted},
+	}
+	for _, tc := range refused {
+		late := record(tc.from.Key, tc.from.Name, tc.to, at(0))
+		late.UpdatedAt, late.Attempts = at(2), 7
+		err := s.Update(ctx, late)
+		require.ErrorIs(t, err, keystore.ErrSettled, "%s -> %s", tc.from.State, tc.to)
+		assertHidesKey(t, err, tc.from.Key, "settled")
+		got, err := s.Get(ctx, tc.from.Key)
+		require.NoError(t, err)
+		assertSame(t, tc.from, got, "a refused update writes nothing (%s -> %s)", tc.from.State, tc.to)
+	}
+
+	// Rewriting a settled record in its own state is allowed.
+	again := ok.Clone()
+	again.Reconciliations = nil
+	again.UpdatedAt = at(3)
+	require.NoError(t, s.Update(ctx, again))
+	got, err := s.GetByName(ctx, "n-ok")
+	require.NoError(t, err)
+	assertSame(t, again, got)
+
+	// An expired record may be reconciled; then it is settled for good.
+	reconciled := finish(expired.Clone(), keystore.Failed, at(4))
+	require.NoError(t, s.Update(ctx, reconciled))
+	got, err = s.Get(ctx, expired.Key)
+	require.NoError(t, err)
+	assertSame(t, reconciled, got)
+	assert.ErrorIs(t, s.Update(ctx, finish(expired.Clone(), keystore.Succeeded, at(5))), keystore.ErrSettled)
 }
 
 func testListFilters(t *testing.T, s keystore.Store) {
