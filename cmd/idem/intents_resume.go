@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +29,7 @@ type resumeFlags struct {
 	olderThan   time.Duration
 	token       string
 	headers     []string
+	origins     []string
 	maxAttempts int
 	timeout     time.Duration
 	retention   time.Duration
@@ -50,14 +50,18 @@ older than --retention is not resent but marked expired, for reconciliation
 by hand.
 
 The keystore never holds credentials: give them with --token (or $` + tokenEnv + `)
-or --header; they are added to every attempt.
+or --header. They are added only to requests whose origin (scheme, host,
+port) is that of an intent being resumed, or, with --origin (repeatable),
+only to the origins given; a redirect or an operation's poll to another
+origin never gets them.
 
 A progress bar is drawn on stderr when it is a terminal; otherwise (or
 with --no-progress) one line per intent is printed. The exit status is
 non-zero when any intent is left pending, failed or expired.`,
 		Example: `  idem intents resume --token "$API_TOKEN"
   idem intents resume --key 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --header 'Authorization: Bearer sk_live_…'
-  idem intents resume --older-than 10m --max-attempts 3 --no-progress`,
+  idem intents resume --older-than 10m --max-attempts 3 --no-progress
+  idem intents resume --token "$ACME_TOKEN" --origin https://api.acme.example`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.token == "" {
@@ -70,7 +74,8 @@ non-zero when any intent is left pending, failed or expired.`,
 	fl.StringArrayVar(&f.keys, "key", nil, "resume only this intent, by key or name (repeatable); any state")
 	fl.DurationVar(&f.olderThan, "older-than", 0, "only pending intents created longer ago than this, e.g. 10m")
 	fl.StringVar(&f.token, "token", "", "bearer token sent as 'Authorization: Bearer TOKEN' (default $"+tokenEnv+")")
-	fl.StringArrayVarP(&f.headers, "header", "H", nil, "header 'Name: value' added to every attempt (repeatable)")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, "header 'Name: value' added to every attempt, like --token (repeatable)")
+	fl.StringArrayVar(&f.origins, "origin", nil, "send --token and --header only to this origin, e.g. https://api.example.com (repeatable; default: the intents' origins)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", idem.DefaultMaxAttempts, "attempts per intent, counting the first")
 	fl.DurationVar(&f.timeout, "timeout", time.Minute, "deadline for settling one intent, all its attempts included")
 	fl.DurationVar(&f.retention, "retention", idem.DefaultRetention, "the server's key retention: older intents are not resent")
@@ -98,6 +103,11 @@ func (f resumeFlags) validate() error {
 	for _, k := range f.keys {
 		if strings.TrimSpace(k) == "" {
 			return errors.New("--key: empty key")
+		}
+	}
+	for _, o := range f.origins {
+		if _, err := parseOrigin(o); err != nil {
+			return err
 		}
 	}
 	_, err := f.credentials()
@@ -147,16 +157,15 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 	if err != nil {
 		return err
 	}
+	hc := resumeHTTPClient(creds)
+	defer hc.CloseIdleConnections() // the client leaves that to its owner
+	var scope originSet             // set once the intents are selected
 	client, err := idem.New(
 		idem.WithStore(st), // the client closes it
+		idem.WithHTTPClient(hc),
 		idem.WithMaxAttempts(f.maxAttempts),
 		idem.WithRetention(f.retention),
-		idem.WithRequestEditor(func(_ context.Context, req *http.Request) error {
-			for name, values := range creds {
-				req.Header[name] = slices.Clone(values) // attempts run concurrently
-			}
-			return nil
-		}),
+		idem.WithRequestEditor(scopedCredentials(creds, &scope)),
 	)
 	if err != nil {
 		return err
@@ -167,6 +176,7 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 	if err != nil {
 		return err
 	}
+	scope = credentialScope(f, intents)
 	if len(intents) == 0 {
 		_, err := fmt.Fprintf(stdout, "nothing to resume: no pending intents in %s match\n", env.ks.display())
 		return err
