@@ -53,11 +53,14 @@ The keystore never holds credentials: give them with --token (or $` + tokenEnv +
 or --header. They are added only to requests whose origin (scheme, host,
 port) is that of an intent being resumed, or, with --origin (repeatable),
 only to the origins given; a redirect or an operation's poll to another
-origin never gets them.
+origin never gets them. An intent the client refuses to send because its
+credentials are missing or name another principal than it was begun with
+is reported as refused.
 
 A progress bar is drawn on stderr when it is a terminal; otherwise (or
 with --no-progress) one line per intent is printed. The exit status is
-non-zero when any intent is left pending, failed or expired.`,
+non-zero when any intent is left pending, failed, expired or refused, or
+a damaged record could not be read.`,
 		Example: `  idem intents resume --token "$API_TOKEN"
   idem intents resume --key 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --header 'Authorization: Bearer sk_live_…'
   idem intents resume --older-than 10m --max-attempts 3 --no-progress
@@ -172,70 +175,87 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 	}
 	defer client.Close()
 
-	intents, err := selectIntents(ctx, client, st, env, f)
+	intents, bad, err := selectIntents(ctx, client, st, env, f)
 	if err != nil {
 		return err
 	}
 	scope = credentialScope(f, intents)
+	printDamaged(stdout, bad)
 	if len(intents) == 0 {
-		_, err := fmt.Fprintf(stdout, "nothing to resume: no pending intents in %s match\n", env.ks.display())
-		return err
+		if _, err := fmt.Fprintf(stdout, "nothing to resume: no pending intents in %s match\n", env.ks.display()); err != nil {
+			return err
+		}
+		return damagedError(len(bad), env.ks.display())
+	}
+	// A refusal says so when --origin kept the credentials given from
+	// the intent's origin.
+	withheld := func(in *idem.Intent) string {
+		if len(creds) == 0 {
+			return ""
+		}
+		return scope.leavesOut(in.URL)
 	}
 	rep := newReporter(stdout, stderr, len(intents), !f.noProgress && isTerminal(stderr))
-	results := settleAll(ctx, client, intents, f, rep)
+	results := settleAll(ctx, client, intents, f, rep, withheld)
 	rep.finish()
-	return summarizeResume(stdout, results)
+	return summarizeResume(stdout, results, len(bad), env.ks.display())
 }
 
 // selectIntents finds the intents to resume: those --key names (in any
 // state), or every pending and accepted one, optionally only the old ones.
-func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, env *intentsEnv, f resumeFlags) ([]*idem.Intent, error) {
+// It returns too the damaged records the keystore left out of its list.
+func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, env *intentsEnv, f resumeFlags) ([]*idem.Intent, []damaged, error) {
 	if len(f.keys) > 0 {
 		var out []*idem.Intent
 		for _, k := range f.keys {
 			rec, err := findIntent(ctx, st, k)
 			if errors.Is(err, keystore.ErrNotFound) {
-				return nil, fmt.Errorf("--key %q: no intent with this key or name in %s", k, env.ks.display())
+				return nil, nil, fmt.Errorf("--key %q: no intent with this key or name in %s", k, env.ks.display())
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
+				return nil, nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
 			}
 			in, err := client.Resume(ctx, rec.Key)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, in)
 		}
-		return out, nil
+		return out, nil, nil
 	}
-	pending, err := client.Pending(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
+	// The store is listed directly, not through client.Pending, which
+	// drops the good records a *keystore.CorruptRecordsError comes with.
+	filter := keystore.Filter{States: []keystore.State{keystore.Pending, keystore.Accepted}}
+	if f.olderThan > 0 {
+		filter.CreatedBefore = env.now().Add(-f.olderThan)
 	}
-	if f.olderThan == 0 {
-		return pending, nil
+	recs, err := st.List(ctx, filter)
+	bad := damagedRecords(err)
+	if err != nil && bad == nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
 	}
-	cutoff := env.now().Add(-f.olderThan)
-	var out []*idem.Intent
-	for _, in := range pending {
-		if in.CreatedAt.Before(cutoff) {
-			out = append(out, in)
+	out := make([]*idem.Intent, 0, len(recs))
+	for _, rec := range recs {
+		in, err := client.Resume(ctx, rec.Key)
+		if err != nil {
+			return nil, nil, err
 		}
+		out = append(out, in)
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // settleAll runs Do on every intent, f.concurrency at a time, and returns
 // the outcomes in the intents' order. When ctx ends, the intents not
 // started yet are reported as still pending.
-func settleAll(ctx context.Context, client *idem.Client, intents []*idem.Intent, f resumeFlags, rep reporter) []outcome {
+func settleAll(ctx context.Context, client *idem.Client, intents []*idem.Intent, f resumeFlags, rep reporter, withheld func(*idem.Intent) string) []outcome {
 	results := make([]outcome, len(intents))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(f.concurrency, len(intents)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = settleOne(ctx, client, intents[i], f.timeout)
+				results[i] = markRefused(settleOne(ctx, client, intents[i], f.timeout), withheld(intents[i]))
 				rep.done(results[i])
 			}
 		})
@@ -266,9 +286,10 @@ func settleOne(ctx context.Context, client *idem.Client, in *idem.Intent, timeou
 }
 
 // summarizeResume prints the tally and returns an error when any intent
-// is left unsettled, quoting the last error seen so one line says why.
-func summarizeResume(out io.Writer, results []outcome) error {
-	var succeeded, failed, pending, expired int
+// is left unsettled or any damaged record was left out, quoting the last
+// error seen so one line says why.
+func summarizeResume(out io.Writer, results []outcome, damagedCount int, where string) error {
+	var succeeded, failed, pending, expired, refused int
 	var lastErr error
 	for _, r := range results {
 		switch r.state {
@@ -278,6 +299,8 @@ func summarizeResume(out io.Writer, results []outcome) error {
 			failed++
 		case keystore.Expired:
 			expired++
+		case stateRefused:
+			refused++
 		default:
 			pending++
 		}
@@ -285,16 +308,37 @@ func summarizeResume(out io.Writer, results []outcome) error {
 			lastErr = r.err
 		}
 	}
-	fmt.Fprintf(out, "resumed %d %s: %d succeeded, %d failed, %d still pending, %d expired\n",
+	line := fmt.Sprintf("resumed %d %s: %d succeeded, %d failed, %d still pending, %d expired",
 		len(results), plural(len(results), "intent", "intents"), succeeded, failed, pending, expired)
-	unsettled := failed + pending + expired
-	if unsettled == 0 {
-		return nil
+	tally := fmt.Sprintf("%d failed, %d still pending, %d expired", failed, pending, expired)
+	if refused > 0 {
+		line += fmt.Sprintf(", %d refused for credentials", refused)
+		tally += fmt.Sprintf(", %d refused for credentials", refused)
 	}
-	msg := fmt.Sprintf("%d of %d intents not settled (%d failed, %d still pending, %d expired)",
-		unsettled, len(results), failed, pending, expired)
+	if damagedCount > 0 {
+		line += fmt.Sprintf("; %d damaged %s not read", damagedCount, plural(damagedCount, "record", "records"))
+	}
+	fmt.Fprintln(out, line)
+	unsettled := failed + pending + expired + refused
+	if unsettled == 0 {
+		return damagedError(damagedCount, where)
+	}
+	msg := fmt.Sprintf("%d of %d intents not settled (%s)", unsettled, len(results), tally)
+	if damagedCount > 0 {
+		msg += fmt.Sprintf(", and %d damaged %s in %s not read", damagedCount, plural(damagedCount, "record", "records"), where)
+	}
 	if lastErr != nil {
 		msg += "; last error: " + oneLineOf(lastErr.Error(), 300)
 	}
 	return errors.New(msg)
+}
+
+// damagedError is the error of a resume that left n damaged records out,
+// nil when n is 0.
+func damagedError(n int, where string) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above)",
+		n, plural(n, "record", "records"), where, plural(n, "was", "were"))
 }
