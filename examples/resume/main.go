@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -52,14 +53,15 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	if o.count < 1 {
 		return fmt.Errorf("--count must be at least 1, got %d", o.count)
 	}
+	api, err := url.Parse(o.server)
+	if err != nil || api.Host == "" {
+		return fmt.Errorf("--server %q: want a URL such as http://127.0.0.1:8080", o.server)
+	}
 	client, err := idem.New(
 		idem.WithBoltStore(o.keystore, nil),
 		// Credentials for intents resumed from the keystore, which never
 		// holds them.
-		idem.WithRequestEditor(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("Authorization", "Bearer "+o.token)
-			return nil
-		}),
+		idem.WithRequestEditor(tokenEditor(api, o.token)),
 	)
 	if errors.Is(err, idem.ErrLocked) {
 		return fmt.Errorf("%s is in use by another run: %w", o.keystore, err)
@@ -104,6 +106,36 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		}
 	}
 	return summary(out, paid, replayed, failed, o.count)
+}
+
+// tokenEditor adds the bearer token to requests for the API's origin
+// only: the editor also sees the polls of a 202's operation, which may
+// live on another origin that must never get the token.
+func tokenEditor(api *url.URL, token string) func(context.Context, *http.Request) error {
+	return func(_ context.Context, r *http.Request) error {
+		if sameOrigin(r.URL, api) {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b share scheme, host (any case) and
+// port, the default ports (http 80, https 443) made explicit.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 func summary(out io.Writer, paid, replayed, failed, count int) error {
