@@ -23,9 +23,9 @@ const maxDeltaSeconds = int64(1<<63-1) / int64(time.Second)
 // spaces and tabs are ignored.
 //
 // ok is false for anything else: empty, negative, signed, fractional or
-// garbage values, and numbers too large for a Duration. Callers should
-// then ignore the header, as the protocol requires. No ceiling is applied
-// here.
+// garbage values. Callers should then ignore the header, as the protocol
+// requires. Delta-seconds too large for a Duration give the largest
+// Duration, for the caller's ceiling to cap. No ceiling is applied here.
 func ParseRetryAfter(value string, now time.Time) (wait time.Duration, ok bool) {
 	value = strings.Trim(value, " \t")
 	if value == "" {
@@ -34,7 +34,9 @@ func ParseRetryAfter(value string, now time.Time) (wait time.Duration, ok bool) 
 	if isDigits(value) {
 		secs, err := strconv.ParseInt(value, 10, 64)
 		if err != nil || secs > maxDeltaSeconds {
-			return 0, false
+			// Digits too many for a Duration still ask for a wait: the
+			// longest one, which the caller's ceiling then caps.
+			return time.Duration(1<<63 - 1), true
 		}
 		return time.Duration(secs) * time.Second, true
 	}

@@ -45,8 +45,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"inner space", "1 2", 0, false},
 		{"garbage", "soon", 0, false},
 		{"hex", "0x10", 0, false},
-		{"one past the largest delta", strconv.FormatInt(maxDeltaSeconds+1, 10), 0, false},
-		{"int64 overflow", "99999999999999999999999", 0, false},
+		{"one past the largest delta", strconv.FormatInt(maxDeltaSeconds+1, 10), time.Duration(1<<63 - 1), true},
+		{"int64 overflow", "99999999999999999999999", time.Duration(1<<63 - 1), true},
 		{"malformed date", "Wed, 32 Oct 2015 07:28:00 GMT", 0, false},
 		{"date without zone", "2015-10-21T07:28:30", 0, false},
 		{"non-ASCII digits", "١٢", 0, false},
@@ -203,13 +203,13 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 		trimmed := strings.Trim(value, " \t")
 		if trimmed != "" && isDigits(trimmed) {
-			// A delta: exactly what was asked for, or refused when it does
-			// not fit in a Duration.
+			// A delta: exactly what was asked for, or the longest wait when
+			// it does not fit in a Duration (the ceiling caps it).
 			secs, err := strconv.ParseUint(trimmed, 10, 64)
 			switch {
 			case err != nil || secs > uint64(maxDeltaSeconds):
-				if ok {
-					t.Fatalf("ParseRetryAfter(%q) accepted an overflowing delta", value)
+				if !ok || got != time.Duration(1<<63-1) {
+					t.Fatalf("ParseRetryAfter(%q) = %v, %v; want the longest wait", value, got, ok)
 				}
 			case !ok || got != time.Duration(secs)*time.Second:
 				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %ds", value, got, ok, secs)
@@ -235,4 +235,14 @@ func ExampleParseRetryAfter() {
 	// 2m0s true
 	// 30s true
 	// 0s false
+}
+
+// A Retry-After too large for a Duration is the longest wait the ceiling
+// allows, never ignored.
+func TestHugeRetryAfterIsCappedNotIgnored(t *testing.T) {
+	t.Parallel()
+	resp := recordedResponse(503, map[string]string{"Retry-After": "99999999999999999999"}, "")
+	hint, ok := retryAfterHint(resp, time.Now(), 7*time.Second)
+	assert.True(t, ok)
+	assert.Equal(t, 7*time.Second, hint)
 }

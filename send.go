@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -118,11 +119,13 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		res.stop = err
 	case res.stop == nil:
 		// The context ended during a wait; retryablehttp drained the
-		// response and returned the context's error.
+		// response and returned the context's error. The answer kept
+		// before the wait comes back with the give-up.
 		res.stop = err
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			res.stop = ctxErr
 		}
+		res.resp = p.kept
 	}
 	return res
 }
@@ -194,6 +197,9 @@ type attemptPolicy struct {
 	cl   *call
 	res  sendResult
 	wait time.Duration
+	// kept is the last answer that was retried, body in memory, for the
+	// give-up of a call whose context ends during the wait after it.
+	kept *http.Response
 }
 
 // backoff is the Backoff of one call: the wait check computed.
@@ -255,7 +261,28 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 		return p.stop(ErrBudgetExhausted)
 	}
 	p.wait = wait
+	if resp != nil {
+		p.kept = keepRetried(resp)
+	}
 	return true, nil
+}
+
+// retriedBodyLimit bounds how much of a retried answer's body is read
+// into memory; error documents are far smaller.
+const retriedBodyLimit = 1 << 20
+
+// keepRetried reads a retried answer's body to its end (within
+// retriedBodyLimit), so its connection goes back to the pool whatever the
+// body's size, and returns a copy of the answer to hand back should the
+// call end during the wait. resp's own body is replaced by the bytes read.
+func keepRetried(resp *http.Response) *http.Response {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, retriedBodyLimit))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	kept := *resp
+	kept.Body = io.NopCloser(bytes.NewReader(body))
+	kept.ContentLength = int64(len(body))
+	return &kept
 }
 
 // stop ends the call: retryablehttp then hands the last response, body
