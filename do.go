@@ -94,7 +94,17 @@ func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
 		return nil, err
 	}
 	defer release()
+	before := *rec // settling assigns fields; it never changes what they point to
 	resp, err := c.settleRecord(ctx, rec)
+	var werr *storeWriteError
+	if errors.As(err, &werr) {
+		// The record in memory went further than the keystore: show the
+		// intent as it is stored (as it was, if the keystore cannot say).
+		rec = &before
+		if stored, gerr := c.lookupWithin(ctx, in.Key); gerr == nil {
+			rec = stored
+		}
+	}
 	in.refresh(rec)
 	return resp, err
 }

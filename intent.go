@@ -430,7 +430,13 @@ func requestBody(req *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer rc.Close()
-	return readBounded(rc, req.ContentLength)
+	body, err := readBounded(rc, req.ContentLength)
+	if err == nil && req.ContentLength > 0 && int64(len(body)) != req.ContentLength {
+		// A body already read (by a logger, a signer) yields less than it
+		// declares: sending what is left would be another payment.
+		return nil, fmt.Errorf("%w: the body yields %d bytes of the %d it declares (was it already read? give the request a GetBody)", ErrInvalidRequest, len(body), req.ContentLength)
+	}
+	return body, err
 }
 
 // readBounded reads a request body of at most MaxBodySize bytes; sizeHint

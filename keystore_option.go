@@ -24,10 +24,7 @@ func WithKeystore(ctx context.Context, location string, opts ...keystore.OpenOpt
 		if err != nil {
 			return fmt.Errorf("idem: opening keystore: %w", err)
 		}
-		if c.store != nil {
-			_ = c.store.Close()
-		}
-		c.store = st
+		c.setStore(st)
 		return nil
 	}
 }

@@ -95,14 +95,15 @@ func defaultConfig() config {
 }
 
 // WithStore sets where intents live. The Client owns the store from then
-// on: Close closes it. Default: keystore.NewMemory(), which does not
+// on: Close closes it. A store set by an earlier option is closed and
+// replaced (so is this one, by a later option). Default: keystore.NewMemory(), which does not
 // survive a restart; use keystore.OpenBolt for intents that must.
 func WithStore(s keystore.Store) Option {
 	return func(c *config) error {
 		if s == nil {
 			return errors.New("idem: WithStore: nil store")
 		}
-		c.store = s
+		c.setStore(s)
 		return nil
 	}
 }
@@ -110,9 +111,15 @@ func WithStore(s keystore.Store) Option {
 // WithBoltStore opens (or creates) the bbolt keystore at path and uses it,
 // as WithStore(keystore.OpenBolt(path, opts)) would; opts may be nil. New
 // fails with an error matching ErrLocked when another process holds the
-// file past opts.Timeout. The Client owns the store and Close closes it.
+// file past opts.Timeout. The Client owns the store and Close closes it; a
+// store set by an earlier option is closed and replaced.
 func WithBoltStore(path string, opts *keystore.BoltOptions) Option {
 	return func(c *config) error {
+		if c.store != nil {
+			// Release the earlier store first: it may be this very file.
+			_ = c.store.Close()
+			c.store = nil
+		}
 		st, err := keystore.OpenBolt(path, opts)
 		if err != nil {
 			return fmt.Errorf("idem: opening keystore: %w", err)
@@ -335,4 +342,13 @@ func withClock(now func() time.Time) Option {
 		c.now = now
 		return nil
 	}
+}
+
+// setStore makes st the Client's store, closing the one an earlier option
+// set, so no second store option leaks a file lock or a pool.
+func (c *config) setStore(st keystore.Store) {
+	if c.store != nil && c.store != st {
+		_ = c.store.Close()
+	}
+	c.store = st
 }

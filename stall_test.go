@@ -72,6 +72,7 @@ func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 			assert.Contains(t, err.Error(), "storing the answer")
 			require.NotNil(t, resp, "the server's answer still comes back")
 			assert.Equal(t, http.StatusCreated, resp.StatusCode)
+			assert.Equal(t, Pending, in.State, "the intent as the keystore holds it, not as the lost write would have left it")
 
 			store.armed.Store(false)
 			got, rerr := c.Resume(context.Background(), in.Key)

@@ -31,15 +31,26 @@ func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.R
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- fn(wctx, rec) }()
+	var err error
 	select {
-	case err := <-done:
-		return err
+	case err = <-done:
 	case <-wctx.Done():
 		select {
-		case err := <-done: // finished just as the grace ran out
-			return err
+		case err = <-done: // finished just as the grace ran out
 		default:
+			err = fmt.Errorf("keystore write did not return within the write grace (%s); it may still complete: %w", c.cfg.writeGrace, wctx.Err())
 		}
-		return fmt.Errorf("keystore write did not return within the write grace (%s); it may still complete: %w", c.cfg.writeGrace, wctx.Err())
 	}
+	if err != nil {
+		return &storeWriteError{err: err}
+	}
+	return nil
 }
+
+// storeWriteError marks a failed keystore write, so Do shows the caller
+// the intent as the keystore holds it rather than as the write would
+// have left it.
+type storeWriteError struct{ err error }
+
+func (e *storeWriteError) Error() string { return e.err.Error() }
+func (e *storeWriteError) Unwrap() error { return e.err }
