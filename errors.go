@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -99,6 +100,10 @@ type GiveUpError struct {
 	RetryAfter time.Duration
 	// Key is the intent's idempotency key, "" for ephemeral calls.
 	Key string
+	// Response is the last answer, body in memory, when Transport gave up
+	// with one (a RoundTripper cannot return both); nil otherwise (Do
+	// returns it as its response).
+	Response *http.Response
 	// OutcomeUnknown is set when some attempt may have taken effect on the
 	// server without the client learning the answer. errors.Is(err,
 	// ErrOutcomeUnknown) is then true whatever the Reason; the intent stays

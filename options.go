@@ -142,6 +142,21 @@ func WithHTTPClient(hc *http.Client) Option {
 	}
 }
 
+// WithBaseTransport sends every attempt through rt, an existing
+// RoundTripper (an OAuth2 or signing transport, an instrumented one), with
+// the default per-attempt timeout: Transport then wraps rt, adding keys
+// and retries on top of it. It is WithHTTPClient(&http.Client{Transport:
+// rt, Timeout: DefaultAttemptTimeout}); the caller owns rt.
+func WithBaseTransport(rt http.RoundTripper) Option {
+	return func(c *config) error {
+		if rt == nil {
+			return errors.New("idem: WithBaseTransport: nil RoundTripper")
+		}
+		c.httpClient = &http.Client{Transport: rt, Timeout: DefaultAttemptTimeout}
+		return nil
+	}
+}
+
 // WithMaxAttempts sets how many attempts one Do call (or one request
 // through Transport) makes, counting the first. Default 5.
 func WithMaxAttempts(n int) Option {

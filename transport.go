@@ -18,13 +18,17 @@ import (
 // so it can be sent again (up to MaxBodySize). Redirects and cookies are
 // left to the http.Client that uses the transport.
 //
-// When retries run out with an answer, the last response is returned
-// with a nil error, as a plain transport would; without one, the error is
-// a *GiveUpError. A request that may have taken effect and cannot be
-// retried safely (unkeyed, not idempotent) fails with an error matching
-// ErrOutcomeUnknown.
+// A final answer (a success, a refusal) is returned as a plain transport
+// would. When the transport gives up (attempts, budget, a wait beyond the
+// deadline), the error is a *GiveUpError whose Response holds the last
+// answer, body in memory, if there was one. A request that may have taken
+// effect and cannot be retried safely (unkeyed, not idempotent) fails with
+// an error matching ErrOutcomeUnknown. A caller's own key is kept, in the
+// dialect's header under any spelling; a method the transport does not
+// key (anything but POST and PATCH) is retried only when it is idempotent
+// or the answer says it was not executed.
 func (c *Client) Transport() http.RoundTripper {
-	inner := shieldedClient(c.cfg.httpClient)
+	inner := shieldedClient(c.cfg.httpClient) // its transport: WithBaseTransport, or WithHTTPClient's
 	inner.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	inner.Jar = nil
 	return &transport{c: c, inner: inner}
@@ -68,10 +72,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if res.stop == nil {
 		return res.resp, nil
 	}
-	if res.resp != nil {
-		return res.resp, nil
-	}
-	return nil, res.giveUp(cl.logID)
+	ge := res.giveUp(cl.logID)
+	ge.Response = bufferLast(res.resp)
+	return nil, ge
 }
 
 // transportCall is the call Transport makes of out: keyed with the key the

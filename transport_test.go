@@ -59,10 +59,13 @@ func TestTransportReturnsTheLastResponseOnGiveUp(t *testing.T) {
 
 	srv.FailNext(5, http.StatusServiceUnavailable, 0)
 	resp, err := api.Do(paymentRequest(t, srv.URL, 100, "down"))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	assert.Contains(t, readBody(t, resp), "injected-fault", "the body is intact")
+	require.Nil(t, resp)
+	require.ErrorIs(t, err, ErrRetriesExhausted, "giving up is an error, never a plain 503")
+	var ge *GiveUpError
+	require.ErrorAs(t, err, &ge)
+	require.NotNil(t, ge.Response, "the last answer comes with the give-up")
+	assert.Equal(t, http.StatusServiceUnavailable, ge.Response.StatusCode)
+	assert.Contains(t, readBody(t, ge.Response), "injected-fault", "the body is intact")
 }
 
 func TestTransportUnkeyedUnsafeMethodIsNotResent(t *testing.T) {
@@ -104,10 +107,12 @@ func TestTransportHonoursTheDeadline(t *testing.T) {
 	srv.FailNext(1, http.StatusServiceUnavailable, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	resp, err := api.Do(paymentRequest(t, srv.URL, 100, "deadline").WithContext(ctx))
-	require.NoError(t, err, "the transport hands back the last answer")
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	_, err := api.Do(paymentRequest(t, srv.URL, 100, "deadline").WithContext(ctx))
+	require.ErrorIs(t, err, ErrWaitBeyondDeadline)
+	var ge *GiveUpError
+	require.ErrorAs(t, err, &ge)
+	require.NotNil(t, ge.Response)
+	assert.Equal(t, http.StatusServiceUnavailable, ge.Response.StatusCode)
 	assert.NoError(t, ctx.Err(), "returned at once, not after the deadline")
 }
 
