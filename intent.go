@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -131,8 +132,12 @@ func (in *Intent) refresh(r *keystore.Record) {
 // for this process, for every attempt of this intent; so are credentials
 // in the URL (https://user:password@host/), which are stored without
 // them and sent as Basic credentials, as net/http would.
-func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*Intent, error) {
+func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts ...BeginOption) (*Intent, error) {
 	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	bopts, err := beginOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkRequest(req); err != nil {
@@ -150,7 +155,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	header, secrets := c.splitSecrets(req.Header)
 	target, secrets := withoutURLCredentials(req.URL, secrets)
 
-	key, body, err := c.intentKey(payload)
+	key, body, err := c.intentKey(payload, bopts.key)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +182,13 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	// rec is only read from here on, so a store that can keep it instead
 	// of a copy may (keystore.Adopter).
 	existing, created, err := c.createRecord(ctx, rec)
-	if err != nil {
+	switch {
+	case err != nil && bopts.key != "" && errors.Is(err, keystore.ErrDuplicateKey):
+		// A key of the caller's: it may name this very intent.
+		if existing, err = c.existingByKey(ctx, rec, err); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		existing, created, err = c.settleCreateDoubt(ctx, rec, err)
 		if err != nil {
 			return nil, err
@@ -186,6 +197,9 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request) (*In
 	if !created {
 		if existing.Fingerprint != rec.Fingerprint || existing.Host != rec.Host {
 			return nil, fmt.Errorf("%w: %q", ErrIntentConflict, name)
+		}
+		if bopts.key != "" && existing.Key != bopts.key {
+			return nil, fmt.Errorf("%w: %q is bound to another key", ErrIntentConflict, name)
 		}
 		rec = existing
 	}
@@ -218,7 +232,7 @@ func (c *Client) carriesKeyHeader(h http.Header) bool {
 // returns it with the body to send. A dialect that carries the key in a
 // JSON body member takes the member's value when the body has one, and
 // otherwise gets a new key written into the body.
-func (c *Client) intentKey(body []byte) (string, []byte, error) {
+func (c *Client) intentKey(body []byte, chosen string) (string, []byte, error) {
 	d := &c.cfg.dialect
 	if d.KeyField != "" {
 		k, ok, err := bodyKey(body, d.KeyField)
@@ -229,17 +243,28 @@ func (c *Client) intentKey(body []byte) (string, []byte, error) {
 			if err := d.CheckKey(k); err != nil {
 				return "", nil, fmt.Errorf("%w: body member %q: %v", ErrInvalidRequest, d.KeyField, err)
 			}
+			if chosen != "" && chosen != k {
+				return "", nil, fmt.Errorf("%w: WithIntentKey and the body member %q give two keys", ErrInvalidRequest, d.KeyField)
+			}
 			return k, body, nil
 		}
 	}
-	key, err := c.cfg.keyGen()
-	if err != nil {
-		return "", nil, fmt.Errorf("idem: generating key: %w", err)
-	}
-	if err := d.CheckKey(key); err != nil {
-		return "", nil, fmt.Errorf("idem: key generator returned an invalid key: %w", err)
+	key := chosen
+	if key != "" {
+		if err := d.CheckKey(key); err != nil {
+			return "", nil, fmt.Errorf("%w: WithIntentKey: %v", ErrInvalidRequest, err)
+		}
+	} else {
+		var err error
+		if key, err = c.cfg.keyGen(); err != nil {
+			return "", nil, fmt.Errorf("idem: generating key: %w", err)
+		}
+		if err := d.CheckKey(key); err != nil {
+			return "", nil, fmt.Errorf("idem: key generator returned an invalid key: %w", err)
+		}
 	}
 	if d.KeyField != "" {
+		var err error
 		if body, err = withBodyKey(body, d.KeyField, key); err != nil {
 			return "", nil, err
 		}

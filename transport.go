@@ -97,7 +97,7 @@ func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) 
 	if cl.keyed || (out.Method != http.MethodPost && out.Method != http.MethodPatch) {
 		return cl, nil
 	}
-	key, b, err := c.intentKey(body)
+	key, b, err := c.intentKey(body, "")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,82 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/idemkit/idem/keystore"
+)
+
+// BeginOption configures one Begin.
+type BeginOption func(*beginConfig) error
+
+// beginConfig is what one Begin can be told.
+type beginConfig struct {
+	key string
+}
+
+// WithIntentKey gives the intent a key of the caller's choosing instead of
+// a random one: one derived from a stable business identifier (an order
+// id, an upstream event id; see DeriveKey), so another system, or this one
+// after losing its keystore, can send the same intent with the same key.
+// It is checked like any key (the dialect's length and alphabet). A Begin
+// with a name already bound to another key fails with ErrIntentConflict;
+// a Begin with a key already stored gives that intent back when its
+// payload and principal match, and ErrIntentConflict otherwise.
+func WithIntentKey(key string) BeginOption {
+	return func(b *beginConfig) error {
+		if key == "" {
+			return fmt.Errorf("%w: WithIntentKey: empty key", ErrInvalidRequest)
+		}
+		b.key = key
+		return nil
+	}
+}
+
+// keyNamespace is the UUID namespace DeriveKey's keys live in.
+var keyNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://idemkit.github.io/idem/keys"))
+
+// DeriveKey returns the same key for the same namespace and business
+// identifier, every time and on every machine: a version 5 UUID of both.
+// Use it with WithIntentKey where a key must be recoverable from the
+// business identifier alone. The namespace keeps two kinds of intent (a
+// payment, a refund of the same order) apart; keys derived from guessable
+// identifiers are guessable too, which is harmless on a server that scopes
+// keys by principal.
+func DeriveKey(namespace, id string) string {
+	// Length-prefixed, so no namespace and id pair reads as another.
+	return uuid.NewSHA1(keyNamespace, []byte(strconv.Itoa(len(namespace))+":"+namespace+id)).String()
+}
+
+func beginOptions(opts []BeginOption) (beginConfig, error) {
+	var b beginConfig
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&b); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// existingByKey is Begin's answer when a caller-chosen key is stored
+// already: the same intent (payload and principal), or a conflict.
+func (c *Client) existingByKey(ctx context.Context, rec *keystore.Record, createErr error) (*keystore.Record, error) {
+	found, err := c.store.Get(ctx, rec.Key)
+	if err != nil {
+		return nil, fmt.Errorf("idem: persisting intent: %w", errors.Join(createErr, err))
+	}
+	if found.Fingerprint != rec.Fingerprint || found.Principal != rec.Principal || found.Host != rec.Host {
+		return nil, fmt.Errorf("%w: the key is another intent's (another payload, principal or host)", ErrIntentConflict)
+	}
+	if rec.Name != "" && found.Name != rec.Name {
+		return nil, fmt.Errorf("%w: the key is bound to another name", ErrIntentConflict)
+	}
+	return found, nil
+}
