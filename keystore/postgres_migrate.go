@@ -21,6 +21,8 @@ var postgresAddedColumns = []postgresAddedColumn{
 	{name: "accepted_at", definition: `timestamptz`},
 	{name: "may_have_executed", definition: `boolean NOT NULL DEFAULT false`},
 	{name: "reconciliations", definition: `jsonb`},
+	{name: "principal", definition: `text NOT NULL DEFAULT ''`},
+	{name: "secret_headers", definition: `text[]`},
 }
 
 func isPostgresAddedColumn(name string) bool {

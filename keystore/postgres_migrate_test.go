@@ -77,5 +77,6 @@ func TestPostgresMigratesTheFirstPublishedTable(t *testing.T) {
 	assert.Equal(t, []string{
 		"host text NO", "accepted_at timestamp with time zone YES",
 		"may_have_executed boolean NO", "reconciliations jsonb YES",
+		"principal text NO", "secret_headers ARRAY YES",
 	}, types)
 }

@@ -22,6 +22,7 @@ var postgresRecordColumns = []string{
 	"created_at", "updated_at", "attempts", "response_status",
 	"response_header", "response_body", "operation", "last_error",
 	"host", "accepted_at", "may_have_executed", "reconciliations",
+	"principal", "secret_headers",
 }
 
 // postgresSQL holds every statement, built once for one schema.table.
@@ -119,6 +120,7 @@ func postgresRecordArgs(r *Record) []any {
 		r.Fingerprint, string(r.State), r.CreatedAt, r.UpdatedAt, r.Attempts,
 		status, respHeader, respBody, postgresText(r.Operation), postgresText(r.LastError),
 		r.Host, acceptedAt, r.MayHaveExecuted, postgresReconciliationsJSON(r.Reconciliations),
+		r.Principal, r.SecretHeaders,
 	}
 }
 
@@ -133,16 +135,21 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		respBody           []byte
 		acceptedAt         *time.Time
 		reconciliations    []byte
+		secretHeaders      []string
 	)
 	err := row.Scan(&r.Key, &name, &r.Method, &r.URL, &header, &r.Body,
 		&r.Fingerprint, &state, &r.CreatedAt, &r.UpdatedAt, &r.Attempts,
 		&status, &respHeader, &respBody, &r.Operation, &r.LastError,
-		&r.Host, &acceptedAt, &r.MayHaveExecuted, &reconciliations)
+		&r.Host, &acceptedAt, &r.MayHaveExecuted, &reconciliations,
+		&r.Principal, &secretHeaders)
 	if err != nil {
 		return nil, err
 	}
 	if name != nil {
 		r.Name = *name
+	}
+	if len(secretHeaders) > 0 {
+		r.SecretHeaders = secretHeaders
 	}
 	r.State = State(state)
 	if acceptedAt != nil {
@@ -260,6 +267,7 @@ func validatePostgresRecord(r *Record) error {
 	for _, f := range []struct{ name, value string }{
 		{"key", r.Key}, {"name", r.Name}, {"method", r.Method}, {"url", r.URL},
 		{"fingerprint", r.Fingerprint}, {"state", string(r.State)}, {"host", r.Host},
+		{"principal", r.Principal},
 	} {
 		if postgresText(f.value) != f.value {
 			return fmt.Errorf("keystore: postgres: record %s is not valid UTF-8 text (or contains NUL)", f.name)

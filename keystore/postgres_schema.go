@@ -58,6 +58,8 @@ func postgresDDL(schema, table string) (tables, indexes []postgresObject) {
 			accepted_at       timestamptz,
 			may_have_executed boolean     NOT NULL DEFAULT false,
 			reconciliations   jsonb,
+			principal         text        NOT NULL DEFAULT '',
+			secret_headers    text[],
 			claim_owner       text,
 			claim_until       timestamptz
 		)`},

@@ -25,6 +25,8 @@ func addedFieldsRecord(i int) *Record {
 	r.Operation = "https://pay.example/v1/operations/op_1"
 	r.AcceptedAt = time.Date(2025, 3, 1, 12, 0, 5, 250000000, cet)
 	r.MayHaveExecuted = true
+	r.Principal = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	r.SecretHeaders = []string{"Authorization", "X-Api-Key"}
 	r.Reconciliations = []Reconciliation{{
 		Outcome: ReconciledUnknown, Source: "reconciler", By: "reconciler",
 		// Nanoseconds: the trail is JSON in every store, which keeps them.
@@ -42,6 +44,8 @@ func assertAddedFields(t *testing.T, want, got *Record) {
 	assert.Equal(t, want.Host, got.Host)
 	assert.True(t, want.AcceptedAt.Equal(got.AcceptedAt), "accepted at %s, read back %s", want.AcceptedAt, got.AcceptedAt)
 	assert.Equal(t, want.MayHaveExecuted, got.MayHaveExecuted)
+	assert.Equal(t, want.Principal, got.Principal)
+	assert.Equal(t, want.SecretHeaders, got.SecretHeaders)
 	require.Len(t, got.Reconciliations, len(want.Reconciliations))
 	for i, w := range want.Reconciliations {
 		g := got.Reconciliations[i]

@@ -148,9 +148,9 @@ func assertPaidOnceUnderOriginalKeys(t *testing.T, dsn, schema string, srv *idem
 	require.NoError(t, err)
 	defer ks.Close()
 	for name, key := range keys {
-		rec, err := ks.GetByName(ctx, name)
+		rec, err := ks.Get(ctx, key)
 		require.NoError(t, err, name)
-		assert.Equal(t, key, rec.Key, "%s kept its original key", name)
+		assert.Equal(t, name, keystore.BusinessName(rec.Name, rec.Principal), "%s kept its original key", name)
 		require.Equal(t, keystore.Succeeded, rec.State, "%s: %s", name, rec.LastError)
 		require.NotNil(t, rec.Response, name)
 		var p struct{ ID string }
