@@ -76,7 +76,7 @@ func TestDoReleasesItsClaim(t *testing.T) {
 	dsn, opt := sharedKeystore(t)
 	srv := idemtest.NewServer(t)
 	a := worker(t, dsn, opt, WithMaxAttempts(1), WithClaimLease(time.Hour))
-	b := worker(t, dsn, opt, WithClaimLease(time.Hour))
+	b := worker(t, dsn, opt, WithClaimLease(time.Hour), WithRequestEditor(bearer(testToken)))
 	ctx := context.Background()
 
 	in := begin(t, a, "", paymentRequest(t, srv.URL, 100, "r"))
@@ -105,7 +105,7 @@ func TestClaimOfAStoppedWorkerRunsOut(t *testing.T) {
 	dsn, opt := sharedKeystore(t)
 	srv := idemtest.NewServer(t)
 	stopped := worker(t, dsn, opt, WithClaimLease(200*time.Millisecond))
-	b := worker(t, dsn, opt)
+	b := worker(t, dsn, opt, WithRequestEditor(bearer(testToken)))
 	ctx := context.Background()
 
 	in := begin(t, stopped, "", paymentRequest(t, srv.URL, 100, "r"))
