@@ -54,3 +54,30 @@ func withBodyKey(body []byte, field, key string) ([]byte, error) {
 	out = append(out, sep...)
 	return append(out, rest...), nil
 }
+
+// withoutBodyKey undoes withBodyKey: body without the member field set to
+// key that withBodyKey put first, or body itself when it does not start
+// so.
+func withoutBodyKey(body []byte, field, key string) []byte {
+	open := bytes.IndexByte(body, '{')
+	if open < 0 {
+		return body
+	}
+	name, err1 := json.Marshal(field)
+	value, err2 := json.Marshal(key)
+	if err1 != nil || err2 != nil {
+		return body
+	}
+	member := append(append(append([]byte{}, name...), ':'), value...)
+	rest := body[open+1:]
+	if !bytes.HasPrefix(rest, member) {
+		return body
+	}
+	rest = rest[len(member):]
+	if len(rest) > 0 && rest[0] == ',' {
+		rest = rest[1:]
+	}
+	out := make([]byte, 0, len(body))
+	out = append(out, body[:open+1]...)
+	return append(out, rest...)
+}

@@ -23,6 +23,9 @@ import (
 // nothing was sent since: another process may have sent it before a crash
 // that kept it from recording so.
 func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
+	if err := c.checkIntegrity(rec); err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
