@@ -320,30 +320,31 @@ func namedRecord(tx *bolt.Tx, name, key string) (*Record, error) {
 	return rec, err
 }
 
-// Purge deletes final records whose UpdatedAt is before olderThan, and their
-// names, in transactions of at most a bounded number of deletions, each
-// committed before the next starts. It returns how many it deleted; if ctx
-// ends or a transaction fails, the count covers the committed ones.
-// Pending records are never purged.
-func (b *Bolt) Purge(ctx context.Context, olderThan time.Time) (int, error) {
+// Purge removes settled records as PurgeRequest.Action says, deleting
+// records and their names or replacing records by their tombstones (which
+// keep their names), in transactions of at most a bounded number of
+// changes, each committed before the next starts. If ctx ends or a
+// transaction fails, the result covers the committed ones. Pending and
+// Accepted records are never purged.
+func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
+	var total PurgeResult
 	release, err := b.enter()
 	if err != nil {
-		return 0, err
+		return total, err
 	}
 	defer release()
-	total := 0
 	var from []byte // first key of the next transaction's scan
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
-		var n int
+		var res PurgeResult
 		var next []byte
 		err := guard(b.path, func() error {
 			return b.db.Update(func(tx *bolt.Tx) error {
 				var err error
-				n, next, err = b.purgeRange(tx, from, olderThan)
-				if err == nil && n == 0 {
+				res, next, err = b.purgeRange(tx, from, p, time.Now())
+				if err == nil && res == (PurgeResult{}) {
 					return errNoWrites // nothing to commit: skip the fsync
 				}
 				return err
@@ -352,7 +353,8 @@ func (b *Bolt) Purge(ctx context.Context, olderThan time.Time) (int, error) {
 		if err != nil && !errors.Is(err, errNoWrites) {
 			return total, fmt.Errorf("keystore: purge %s: %w", b.path, err)
 		}
-		total += n
+		total.Deleted += res.Deleted
+		total.Tombstoned += res.Tombstoned
 		if next == nil {
 			return total, nil
 		}
@@ -360,12 +362,16 @@ func (b *Bolt) Purge(ctx context.Context, olderThan time.Time) (int, error) {
 	}
 }
 
-// purgeRange deletes purgeable records from key from onward until it has
-// deleted purgeBatch or looked at purgeScan records. It returns the
-// number deleted and the key to resume at (nil at the end).
-func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, olderThan time.Time) (int, []byte, error) {
+// purgeRange purges records from key from onward until it has changed
+// purgeBatch or looked at purgeScan records. It returns what it did and
+// the key to resume at (nil at the end).
+func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Time) (PurgeResult, []byte, error) {
+	var res PurgeResult
 	records, names := tx.Bucket(bucketRecords), tx.Bucket(bucketNames)
-	type victim struct{ key, name []byte }
+	type victim struct {
+		key, name []byte
+		tombstone []byte // nil: delete
+	}
 	var victims []victim
 	var next []byte
 	c := records.Cursor()
@@ -381,22 +387,41 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, olderThan time.Time) (int, [
 		scanned++
 		sum, err := decodeSummary(string(k), v)
 		if err != nil {
-			return 0, nil, err
+			return res, nil, err
 		}
-		if purgeable(sum.State, sum.UpdatedAt, olderThan) {
-			// Keys are copied: deleting invalidates the cursor's memory.
-			victims = append(victims, victim{key: append([]byte(nil), k...), name: []byte(sum.Name)})
+		// Keys are copied: writing invalidates the cursor's memory.
+		vic := victim{key: append([]byte(nil), k...), name: []byte(sum.Name)}
+		switch p.action(sum.State, sum.Name != "", sum.CreatedAt, sum.UpdatedAt, sum.Purged) {
+		case PurgeKeep:
+			continue
+		case PurgeTombstone:
+			rec, err := decodeRecord(string(k), v)
+			if err != nil {
+				return res, nil, err
+			}
+			if vic.tombstone, err = encodeRecord(rec.Tombstone(now)); err != nil {
+				return res, nil, err
+			}
 		}
+		victims = append(victims, vic)
 	}
 	for _, vic := range victims {
+		if vic.tombstone != nil {
+			if err := records.Put(vic.key, vic.tombstone); err != nil {
+				return res, nil, err
+			}
+			res.Tombstoned++
+			continue
+		}
 		if err := records.Delete(vic.key); err != nil {
-			return 0, nil, err
+			return res, nil, err
 		}
 		if len(vic.name) > 0 && string(names.Get(vic.name)) == string(vic.key) {
 			if err := names.Delete(vic.name); err != nil {
-				return 0, nil, err
+				return res, nil, err
 			}
 		}
+		res.Deleted++
 	}
-	return len(victims), next, nil
+	return res, next, nil
 }

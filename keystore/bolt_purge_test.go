@@ -27,9 +27,9 @@ func TestBoltPurgeWorksInBoundedTransactions(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	n, err := b.Purge(ctx, time.Now())
+	res, err := b.Purge(ctx, PurgeRequest{OlderThan: time.Now(), KeepNamesAfter: time.Now()})
 	require.NoError(t, err)
-	assert.Equal(t, 15, n)
+	assert.Equal(t, PurgeResult{Deleted: 15}, res)
 	left, err := b.List(ctx, Filter{})
 	require.NoError(t, err)
 	assert.Len(t, left, 5)
@@ -42,6 +42,31 @@ func TestBoltPurgeWorksInBoundedTransactions(t *testing.T) {
 	}))
 }
 
+func TestBoltPurgeTombstonesInBoundedTransactions(t *testing.T) {
+	t.Parallel()
+	b := openTestBolt(t)
+	b.purgeBatch, b.purgeScan = 3, 5
+	ctx := context.Background()
+	old := time.Now().Add(-time.Hour)
+	for i := range 20 {
+		r := testRecord(fmt.Sprintf("k%02d", i), fmt.Sprintf("n%02d", i))
+		r.State, r.UpdatedAt = Succeeded, old
+		_, _, err := b.Create(ctx, r)
+		require.NoError(t, err)
+	}
+	res, err := b.Purge(ctx, PurgeRequest{OlderThan: time.Now()})
+	require.NoError(t, err)
+	assert.Equal(t, PurgeResult{Tombstoned: 20}, res)
+	for i := range 20 {
+		got, err := b.GetByName(ctx, fmt.Sprintf("n%02d", i))
+		require.NoError(t, err)
+		assert.False(t, got.Purged.IsZero())
+	}
+	res, err = b.Purge(ctx, PurgeRequest{OlderThan: time.Now()})
+	require.NoError(t, err)
+	assert.Zero(t, res, "a tombstone is not purged again before its cutoff")
+}
+
 func TestBoltPurgeStopsWhenContextEnds(t *testing.T) {
 	t.Parallel()
 	b := openTestBolt(t)
@@ -52,9 +77,9 @@ func TestBoltPurgeStopsWhenContextEnds(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	n, err := b.Purge(ctx, time.Now())
+	res, err := b.Purge(ctx, PurgeRequest{OlderThan: time.Now()})
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Zero(t, n)
+	assert.Zero(t, res)
 	_, err = b.Get(context.Background(), "k1")
 	assert.NoError(t, err)
 }

@@ -207,7 +207,7 @@ func TestBoltCorruptRecord(t *testing.T) {
 	assert.ErrorIs(t, s.Update(ctx, r), keystore.ErrCorrupt)
 	_, _, err = s.Create(ctx, pendingRecord("other", "n-bad"))
 	assert.ErrorIs(t, err, keystore.ErrCorrupt)
-	_, err = s.Purge(ctx, time.Now().Add(time.Hour))
+	_, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: time.Now().Add(time.Hour)})
 	assert.ErrorIs(t, err, keystore.ErrCorrupt)
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // errNilRecord and errNoKey reject input no store can hold; both stores
@@ -57,14 +56,6 @@ func mayRewrite(from, to State) bool {
 // settled is the error of an Update that mayRewrite refuses.
 func settled(key string, from, to State) error {
 	return fmt.Errorf("update %s: %w (stored %s, given %s)", keyRef(key), ErrSettled, from, to)
-}
-
-// purgeable reports whether Purge may delete a record in state s last
-// updated at updatedAt: settled records only (not Pending, and not
-// Accepted, whose operation the client still polls), strictly older than
-// the cutoff.
-func purgeable(s State, updatedAt, olderThan time.Time) bool {
-	return s.Settled() && updatedAt.Before(olderThan)
 }
 
 // matches reports whether r passes every non-zero field of f.

@@ -60,7 +60,9 @@ func decodeRecord(key string, data []byte) (*Record, error) {
 type recordSummary struct {
 	Name      string    `json:"name"`
 	State     State     `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	Purged    time.Time `json:"purged_at"`
 }
 
 // decodeSummary reads the summary of a record stored under key.

@@ -43,7 +43,7 @@ func TestCodecRoundTrip(t *testing.T) {
 
 	sum, err := decodeSummary("k1", data)
 	require.NoError(t, err)
-	assert.Equal(t, recordSummary{Name: "order-1", State: Accepted, UpdatedAt: r.UpdatedAt.UTC()}, sum)
+	assert.Equal(t, recordSummary{Name: "order-1", State: Accepted, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}, sum)
 }
 
 func TestCodecRejectsDamage(t *testing.T) {

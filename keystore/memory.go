@@ -174,29 +174,33 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Record, error) {
 	return out, nil
 }
 
-// Purge deletes final records whose UpdatedAt is before olderThan and
-// returns how many it deleted. Pending records stay.
-func (m *Memory) Purge(ctx context.Context, olderThan time.Time) (int, error) {
+// Purge removes settled records as PurgeRequest.Action says: deleted, or
+// replaced by their tombstones. Pending and Accepted records stay.
+func (m *Memory) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
+	var res PurgeResult
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return res, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return 0, ErrClosed
+		return res, ErrClosed
 	}
-	n := 0
+	now := time.Now()
 	for key, r := range m.records {
-		if !purgeable(r.State, r.UpdatedAt, olderThan) {
-			continue
+		switch p.Action(r) {
+		case PurgeTombstone:
+			m.records[key] = r.Tombstone(now)
+			res.Tombstoned++
+		case PurgeDelete:
+			delete(m.records, key)
+			if r.Name != "" {
+				delete(m.names, r.Name)
+			}
+			res.Deleted++
 		}
-		delete(m.records, key)
-		if r.Name != "" {
-			delete(m.names, r.Name)
-		}
-		n++
 	}
-	return n, nil
+	return res, nil
 }
 
 // Close drops every record. Later calls, Close included, return ErrClosed.

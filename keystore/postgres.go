@@ -262,27 +262,83 @@ func (p *Postgres) List(ctx context.Context, f Filter) ([]*Record, error) {
 	return recs, nil
 }
 
-// Purge deletes final records last updated before olderThan, in batches of
-// PurgeBatch so no single statement locks much of the table. Records another
-// transaction holds locked are left for a later purge.
-func (p *Postgres) Purge(ctx context.Context, olderThan time.Time) (int, error) {
+// Purge removes settled records as PurgeRequest.Action says, in batches
+// of PurgeBatch so no single statement locks much of the table: first it
+// deletes what goes for good, then it replaces the rest by tombstones,
+// each batch a transaction. Records another transaction holds locked are
+// left for a later purge.
+func (p *Postgres) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
+	var res PurgeResult
 	if err := p.checkOpen(); err != nil {
-		return 0, err
+		return res, err
 	}
-	total := 0
+	var keepNamesAfter *time.Time // NULL keeps every name
+	if !req.KeepNamesAfter.IsZero() {
+		keepNamesAfter = &req.KeepNamesAfter
+	}
 	for {
-		tag, err := p.pool.Exec(ctx, p.sql.purge, olderThan, p.purgeBatch)
+		tag, err := p.pool.Exec(ctx, p.sql.purge, req.OlderThan, keepNamesAfter, p.purgeBatch)
 		if err != nil {
-			return total, p.wrap("purge", err)
+			return res, p.wrap("purge", err)
 		}
 		n := int(tag.RowsAffected())
-		total += n
+		res.Deleted += n
 		if n < p.purgeBatch {
 			break
 		}
 	}
-	p.log.Debug("keystore: postgres purged", "records", total)
-	return total, nil
+	after := "" // keys are scanned in order, so each batch starts past the last
+	for {
+		n, last, err := p.tombstoneBatch(ctx, req.OlderThan, keepNamesAfter, after)
+		res.Tombstoned += n
+		if err != nil {
+			return res, p.wrap("purge", err)
+		}
+		if last == "" {
+			break
+		}
+		after = last
+	}
+	p.log.Debug("keystore: postgres purged", "deleted", res.Deleted, "tombstoned", res.Tombstoned)
+	return res, nil
+}
+
+// tombstoneBatch replaces by their tombstones up to PurgeBatch records
+// with keys after after, in one transaction, and returns how many and the
+// last key it looked at ("" when there are no more).
+func (p *Postgres) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, error) {
+	var n int
+	var last string
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		n, last = 0, ""
+		rows, err := tx.Query(ctx, p.sql.tombstones, olderThan, keepNamesAfter, after, p.purgeBatch)
+		if err != nil {
+			return err
+		}
+		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Record, error) {
+			return scanPostgresRecord(row)
+		})
+		if err != nil {
+			return err
+		}
+		if len(recs) == p.purgeBatch {
+			last = recs[len(recs)-1].Key
+		}
+		now := time.Now()
+		var batch pgx.Batch
+		for _, r := range recs {
+			batch.Queue(p.sql.update, postgresRecordArgs(r.Tombstone(now))...)
+		}
+		if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+			return err
+		}
+		n = len(recs)
+		return nil
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	return n, last, nil
 }
 
 // Close closes the connection pool. Later calls, Close included, fail with

@@ -23,6 +23,7 @@ var postgresAddedColumns = []postgresAddedColumn{
 	{name: "reconciliations", definition: `jsonb`},
 	{name: "principal", definition: `text NOT NULL DEFAULT ''`},
 	{name: "secret_headers", definition: `text[]`},
+	{name: "purged_at", definition: `timestamptz`},
 }
 
 func isPostgresAddedColumn(name string) bool {

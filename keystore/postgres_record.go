@@ -23,12 +23,15 @@ var postgresRecordColumns = []string{
 	"response_header", "response_body", "operation", "last_error",
 	"host", "accepted_at", "may_have_executed", "reconciliations",
 	"principal", "secret_headers",
+	"purged_at",
 }
 
 // postgresSQL holds every statement, built once for one schema.table.
 type postgresSQL struct {
 	insert, update, getByKey, getByName, exists, list, purge string
-	claim, claimKey, unclaim                                 string
+	// tombstones picks the next records a purge makes tombstones of.
+	tombstones               string
+	claim, claimKey, unclaim string
 	// insertClaimed and updateClaimed are insert and update for the
 	// holder of a claim; guard reads what update checks.
 	insertClaimed, updateClaimed, guard string
@@ -75,9 +78,17 @@ func newPostgresSQL(schema, table string) postgresSQL {
 		list: `SELECT ` + cols + ` FROM ` + t + `
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,
+		// PurgeRequest.action in SQL: $1 is OlderThan, $2 KeepNamesAfter
+		// (NULL: keep every name).
 		purge: `DELETE FROM ` + t + ` WHERE key IN (
-			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted') AND updated_at < $1
-			LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted') AND (
+				(purged_at IS NULL AND updated_at < $1 AND (name IS NULL OR created_at <= $2))
+				OR (purged_at IS NOT NULL AND created_at <= $2))
+			LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+		tombstones: `SELECT ` + cols + ` FROM ` + t + `
+			WHERE state NOT IN ('pending', 'accepted') AND purged_at IS NULL AND updated_at < $1
+				AND name IS NOT NULL AND ($2::timestamptz IS NULL OR created_at > $2) AND key > $3
+			ORDER BY key LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// SKIP LOCKED lets concurrent claimers pass over the rows another
 		// claimer is taking right now instead of queueing behind it; the
 		// row lock plus the re-check of the claim on the locked row version
@@ -111,9 +122,12 @@ func postgresRecordArgs(r *Record) []any {
 		respHeader = postgresHeaderJSON(r.Response.Header)
 		respBody = r.Response.Body
 	}
-	var acceptedAt *time.Time
+	var acceptedAt, purged *time.Time
 	if !r.AcceptedAt.IsZero() {
 		acceptedAt = &r.AcceptedAt
+	}
+	if !r.Purged.IsZero() {
+		purged = &r.Purged
 	}
 	return []any{
 		r.Key, name, r.Method, r.URL, postgresHeaderJSON(r.Header), r.Body,
@@ -121,6 +135,7 @@ func postgresRecordArgs(r *Record) []any {
 		status, respHeader, respBody, postgresText(r.Operation), postgresText(r.LastError),
 		r.Host, acceptedAt, r.MayHaveExecuted, postgresReconciliationsJSON(r.Reconciliations),
 		r.Principal, r.SecretHeaders,
+		purged,
 	}
 }
 
@@ -133,7 +148,7 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		header, respHeader []byte
 		status             *int
 		respBody           []byte
-		acceptedAt         *time.Time
+		acceptedAt, purged *time.Time
 		reconciliations    []byte
 		secretHeaders      []string
 	)
@@ -141,7 +156,7 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		&r.Fingerprint, &state, &r.CreatedAt, &r.UpdatedAt, &r.Attempts,
 		&status, &respHeader, &respBody, &r.Operation, &r.LastError,
 		&r.Host, &acceptedAt, &r.MayHaveExecuted, &reconciliations,
-		&r.Principal, &secretHeaders)
+		&r.Principal, &secretHeaders, &purged)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +169,9 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 	r.State = State(state)
 	if acceptedAt != nil {
 		r.AcceptedAt = *acceptedAt
+	}
+	if purged != nil {
+		r.Purged = *purged
 	}
 	if r.Header, err = parsePostgresHeader(header); err != nil {
 		return nil, err
@@ -291,6 +309,9 @@ func storedPostgresRecord(r *Record) *Record {
 	c.UpdatedAt = truncatePostgresTime(c.UpdatedAt)
 	if !c.AcceptedAt.IsZero() {
 		c.AcceptedAt = truncatePostgresTime(c.AcceptedAt)
+	}
+	if !c.Purged.IsZero() {
+		c.Purged = truncatePostgresTime(c.Purged)
 	}
 	c.Operation = postgresText(c.Operation)
 	c.LastError = postgresText(c.LastError)

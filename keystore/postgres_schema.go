@@ -60,6 +60,7 @@ func postgresDDL(schema, table string) (tables, indexes []postgresObject) {
 			reconciliations   jsonb,
 			principal         text        NOT NULL DEFAULT '',
 			secret_headers    text[],
+			purged_at         timestamptz,
 			claim_owner       text,
 			claim_until       timestamptz
 		)`},

@@ -251,8 +251,11 @@ func TestPostgresListAndPurge(t *testing.T) {
 	for i := range 40 {
 		r := pendingRecord(i)
 		switch {
-		case i < 30: // old and final: purged
+		case i < 30: // old and final: purged, the named ones to tombstones
 			r.State = []State{Succeeded, Failed, Expired}[i%3]
+			if i%2 == 0 {
+				r.Name = fmt.Sprintf("order-%d", i)
+			}
 		case i < 35: // old but pending: kept
 		default: // final but recent: kept
 			r.State = Succeeded
@@ -272,15 +275,27 @@ func TestPostgresListAndPurge(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, early, 3, "CreatedBefore is strict")
 
-	n, err := p.Purge(ctx, cutoff)
+	res, err := p.Purge(ctx, PurgeRequest{OlderThan: cutoff})
 	require.NoError(t, err)
-	assert.Equal(t, 30, n, "purge keeps going batch after batch")
+	assert.Equal(t, PurgeResult{Deleted: 15, Tombstoned: 15}, res, "purge keeps going batch after batch")
 	left, err := p.List(ctx, Filter{})
 	require.NoError(t, err)
-	assert.Len(t, left, 10)
-	n, err = p.Purge(ctx, cutoff)
+	assert.Len(t, left, 25)
+	tomb, err := p.GetByName(ctx, "order-4")
 	require.NoError(t, err)
-	assert.Zero(t, n)
+	assert.Equal(t, pendingRecord(4).Key, tomb.Key)
+	assert.False(t, tomb.Purged.IsZero())
+	assert.Nil(t, tomb.Body)
+	res, err = p.Purge(ctx, PurgeRequest{OlderThan: cutoff})
+	require.NoError(t, err)
+	assert.Zero(t, res, "tombstones stay until the retention cutoff passes")
+
+	res, err = p.Purge(ctx, PurgeRequest{OlderThan: cutoff, KeepNamesAfter: cutoff})
+	require.NoError(t, err)
+	assert.Equal(t, PurgeResult{Deleted: 15}, res)
+	left, err = p.List(ctx, Filter{})
+	require.NoError(t, err)
+	assert.Len(t, left, 10)
 }
 
 func TestPostgresTextThatPostgresCannotHold(t *testing.T) {

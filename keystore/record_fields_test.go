@@ -27,6 +27,7 @@ func addedFieldsRecord(i int) *Record {
 	r.MayHaveExecuted = true
 	r.Principal = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 	r.SecretHeaders = []string{"Authorization", "X-Api-Key"}
+	r.Purged = time.Date(2025, 3, 2, 12, 0, 0, 500000000, cet)
 	r.Reconciliations = []Reconciliation{{
 		Outcome: ReconciledUnknown, Source: "reconciler", By: "reconciler",
 		// Nanoseconds: the trail is JSON in every store, which keeps them.
@@ -37,7 +38,8 @@ func addedFieldsRecord(i int) *Record {
 }
 
 // assertAddedFields checks that the fields added to Record after the
-// first stores (Host, AcceptedAt, MayHaveExecuted, Reconciliations) came
+// first stores (Host, AcceptedAt, MayHaveExecuted, Reconciliations,
+// Purged) came
 // back, instants equal whatever their zone.
 func assertAddedFields(t *testing.T, want, got *Record) {
 	t.Helper()
@@ -46,6 +48,7 @@ func assertAddedFields(t *testing.T, want, got *Record) {
 	assert.Equal(t, want.MayHaveExecuted, got.MayHaveExecuted)
 	assert.Equal(t, want.Principal, got.Principal)
 	assert.Equal(t, want.SecretHeaders, got.SecretHeaders)
+	assert.True(t, want.Purged.Equal(got.Purged), "purged at %s, read back %s", want.Purged, got.Purged)
 	require.Len(t, got.Reconciliations, len(want.Reconciliations))
 	for i, w := range want.Reconciliations {
 		g := got.Reconciliations[i]
@@ -72,6 +75,7 @@ func assertNoAddedFields(t *testing.T, got *Record) {
 	assert.True(t, got.AcceptedAt.IsZero(), "a record never accepted has no acceptance time")
 	assert.False(t, got.MayHaveExecuted)
 	assert.Nil(t, got.Reconciliations)
+	assert.True(t, got.Purged.IsZero(), "a whole record was never purged")
 }
 
 func TestAddedFieldsSurviveBoltReopen(t *testing.T) {
@@ -149,6 +153,7 @@ func TestPostgresAddedFieldsRoundTrip(t *testing.T) {
 	again.AcceptedAt = time.Time{}
 	again.MayHaveExecuted = false
 	again.Reconciliations = []Reconciliation{}
+	again.Purged = time.Time{}
 	require.NoError(t, p.Update(ctx, again))
 	again, err = p.Get(ctx, r.Key)
 	require.NoError(t, err)

@@ -92,6 +92,9 @@ type Record struct {
 	// server's answer (a Reconciler, or a person through `idem intents
 	// settle`), oldest first.
 	Reconciliations []Reconciliation `json:"reconciliations,omitempty"`
+	// Purged is when a purge reduced the record to its tombstone (see
+	// Tombstone); zero for a whole record.
+	Purged time.Time `json:"purged_at,omitzero"`
 }
 
 // principalNameMark separates a business name from its principal in a
@@ -199,10 +202,14 @@ type Store interface {
 	Update(ctx context.Context, r *Record) error
 	// List returns the records matching f, oldest first.
 	List(ctx context.Context, f Filter) ([]*Record, error)
-	// Purge deletes settled records (Succeeded, Failed, Expired) whose
-	// UpdatedAt is before olderThan and returns how many it deleted.
-	// Pending and Accepted records are never purged.
-	Purge(ctx context.Context, olderThan time.Time) (int, error)
+	// Purge removes the settled records (Succeeded, Failed, Expired)
+	// last updated before p.OlderThan: a named one created after
+	// p.KeepNamesAfter is replaced by its tombstone, so Create with its
+	// name still returns it; the others are deleted, and so are the
+	// tombstones created at or before p.KeepNamesAfter (see
+	// PurgeRequest.Action). Pending and Accepted records are never
+	// purged. On an error the result counts what was done before it.
+	Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error)
 	// Close releases the store; later calls fail with ErrClosed.
 	Close() error
 }

@@ -76,6 +76,8 @@ type intentSummary struct {
 	MayHaveExecuted bool `json:"may_have_executed"`
 	// Reconciled is the outcome of the last reconciliation, "" if none.
 	Reconciled string `json:"reconciled,omitempty"`
+	// PurgedAt is when a purge reduced the intent to its tombstone.
+	PurgedAt time.Time `json:"purged_at,omitzero"`
 }
 
 func summarize(r *keystore.Record) intentSummary {
@@ -92,6 +94,7 @@ func summarize(r *keystore.Record) intentSummary {
 		LastError: r.LastError,
 
 		MayHaveExecuted: r.MayHaveExecuted,
+		PurgedAt:        r.Purged,
 	}
 	if r.Response != nil {
 		s.Status = r.Response.Status

@@ -121,10 +121,14 @@ func writeListTable(out io.Writer, recs []*keystore.Record, now time.Time) error
 }
 
 // lastOutcome is the verdict that settled r, or the stored answer's
-// status, or else the last error; for an unsettled intent whose attempts
+// status, or else the last error (a tombstone: its state, purged); for an unsettled intent whose attempts
 // may have taken effect it says so first, on top of the column's width
 // (the error after it is what says why).
 func lastOutcome(r *keystore.Record) string {
+	if !r.Purged.IsZero() {
+		// A tombstone kept only what binds its name to its key.
+		return string(r.State) + " (purged)"
+	}
 	s := lastAnswer(r)
 	if r.MayHaveExecuted && (!r.State.Settled() || r.State == keystore.Expired) {
 		if s == "-" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -11,25 +12,40 @@ import (
 	"github.com/idemkit/idem/keystore"
 )
 
+// defaultPurgeRetention is the server's key retention that --retention
+// assumes, the same default as resume's.
+const defaultPurgeRetention = 24 * time.Hour
+
 // purgeFlags are the flags of `idem intents purge`.
 type purgeFlags struct {
-	olderThan time.Duration
-	dryRun    bool
+	olderThan, retention time.Duration
+	force, dryRun, json  bool
 }
 
 func newIntentsPurgeCommand(env *intentsEnv) *cobra.Command {
 	var f purgeFlags
 	cmd := &cobra.Command{
 		Use:   "purge --older-than DURATION",
-		Short: "Delete finished intents not updated for longer than a cutoff",
-		Long: `Purge deletes the finished intents (succeeded, failed, expired, and accepted
-ones whose operation was handed back) whose last update is older than
---older-than, and says how many it deleted. Pending intents are never
-purged: they still own a key that a resume must reuse.
+		Short: "Delete settled intents not updated for longer than a cutoff",
+		Long: `Purge removes the settled intents (succeeded, failed, expired) whose last
+update is older than --older-than, and says how many it deleted and how
+many it kept as tombstones. Pending intents are never purged: they still
+own a key that a resume must reuse; nor are accepted ones, whose operation
+the client still polls.
 
---dry-run counts what would go without deleting anything.`,
+A name must stay bound to its key while the server remembers the key
+(--retention, default 24h): a re-run of the same batch would otherwise
+begin the same names under new keys and pay again. So an --older-than
+shorter than --retention is refused unless --force is given; then a named
+intent younger than the retention is kept as a tombstone (key, name,
+fingerprint, state, times, request line and answer status and headers; no
+bodies), so a re-run gets its key back, and deleted once the retention has
+passed. Older intents, and tombstones past the retention, are deleted.
+
+--dry-run counts what would go without changing anything.`,
 		Example: `  idem intents purge --older-than 24h --dry-run
-  idem intents purge --older-than 168h`,
+  idem intents purge --older-than 168h
+  idem intents purge --older-than 1h --force --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPurge(cmd.Context(), cmd.OutOrStdout(), env, f)
@@ -37,54 +53,101 @@ purged: they still own a key that a resume must reuse.
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&f.olderThan, "older-than", 0, "purge intents last updated longer ago than this, e.g. 24h (required)")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "count what would be purged, delete nothing")
+	fl.DurationVar(&f.retention, "retention", defaultPurgeRetention, "how long the server remembers a key; younger named intents are kept as tombstones")
+	fl.BoolVar(&f.force, "force", false, "purge even when --older-than is shorter than --retention (young intents become tombstones)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "count what would be purged, change nothing")
+	fl.BoolVar(&f.json, "json", false, "print the counts as a JSON object")
 	_ = cmd.MarkFlagRequired("older-than")
 	return cmd
 }
 
-func runPurge(ctx context.Context, out io.Writer, env *intentsEnv, f purgeFlags) error {
+// check validates the flags before anything is opened.
+func (f purgeFlags) check() error {
 	if f.olderThan <= 0 {
 		return fmt.Errorf("--older-than %s: need a positive duration", f.olderThan)
+	}
+	if f.retention <= 0 {
+		return fmt.Errorf("--retention %s: need a positive duration", f.retention)
+	}
+	if f.olderThan < f.retention && !f.force {
+		return fmt.Errorf("--older-than %s is shorter than --retention %s, and the server still remembers keys that young: "+
+			"names stay bound to their keys as tombstones until the retention has passed; without them a re-run would pay again. "+
+			"Give --force to purge anyway (young intents become tombstones, without their bodies)",
+			shortDuration(f.olderThan), shortDuration(f.retention))
+	}
+	return nil
+}
+
+// purgeReport is what purge prints with --json.
+type purgeReport struct {
+	Keystore  string `json:"keystore"`
+	OlderThan string `json:"older_than"`
+	Retention string `json:"retention"`
+	DryRun    bool   `json:"dry_run"`
+	keystore.PurgeResult
+}
+
+func runPurge(ctx context.Context, out io.Writer, env *intentsEnv, f purgeFlags) error {
+	if err := f.check(); err != nil {
+		return err
 	}
 	st, err := env.ks.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	cutoff := env.now().Add(-f.olderThan)
-	age := shortDuration(f.olderThan)
+	now := env.now()
+	req := keystore.PurgeRequest{OlderThan: now.Add(-f.olderThan), KeepNamesAfter: now.Add(-f.retention)}
+	var res keystore.PurgeResult
 	if f.dryRun {
-		n, err := countPurgeable(ctx, st, cutoff)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", env.ks.display(), err)
-		}
-		_, err = fmt.Fprintf(out, "would purge %d finished %s not updated for %s from %s (dry run; nothing deleted)\n",
-			n, plural(n, "intent", "intents"), age, env.ks.display())
-		return err
+		res, err = countPurge(ctx, st, req)
+	} else {
+		res, err = st.Purge(ctx, req)
 	}
-	n, err := st.Purge(ctx, cutoff)
 	if err != nil {
-		return fmt.Errorf("purging %s (%d deleted before the error): %w", env.ks.display(), n, err)
+		return fmt.Errorf("purging %s (%d deleted, %d tombstoned before the error): %w",
+			env.ks.display(), res.Deleted, res.Tombstoned, err)
 	}
-	_, err = fmt.Fprintf(out, "purged %d finished %s not updated for %s from %s\n",
-		n, plural(n, "intent", "intents"), age, env.ks.display())
+	rep := purgeReport{Keystore: env.ks.display(), OlderThan: shortDuration(f.olderThan),
+		Retention: shortDuration(f.retention), DryRun: f.dryRun, PurgeResult: res}
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writePurgeReport(out, rep)
+}
+
+func writePurgeReport(out io.Writer, rep purgeReport) error {
+	verb, tail := "purged", ""
+	if rep.DryRun {
+		verb, tail = "would purge", " (dry run; nothing changed)"
+	}
+	_, err := fmt.Fprintf(out, "%s settled intents not updated for %s from %s: %d deleted, %d tombstoned%s\n",
+		verb, rep.OlderThan, rep.Keystore, rep.Deleted, rep.Tombstoned, tail)
+	if err == nil && rep.Tombstoned > 0 {
+		_, err = fmt.Fprintf(out, "tombstones keep their names bound to their keys until %s after creation, so a re-run gets the same keys\n",
+			rep.Retention)
+	}
 	return err
 }
 
-// countPurgeable counts what Store.Purge(ctx, cutoff) would delete: final
-// records whose last update is before cutoff.
-func countPurgeable(ctx context.Context, st keystore.Store, cutoff time.Time) (int, error) {
+// countPurge counts what Store.Purge(ctx, req) would do.
+func countPurge(ctx context.Context, st keystore.Store, req keystore.PurgeRequest) (keystore.PurgeResult, error) {
+	var res keystore.PurgeResult
 	recs, err := st.List(ctx, keystore.Filter{})
 	if err != nil {
-		return 0, err
+		return res, err
 	}
-	n := 0
 	for _, r := range recs {
-		if r.State.Settled() && r.UpdatedAt.Before(cutoff) {
-			n++
+		switch req.Action(r) {
+		case keystore.PurgeDelete:
+			res.Deleted++
+		case keystore.PurgeTombstone:
+			res.Tombstoned++
 		}
 	}
-	return n, nil
+	return res, nil
 }
 
 func plural(n int, one, many string) string {

@@ -176,6 +176,9 @@ func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
 	if d.MayHaveExecuted {
 		field("May have executed", "yes")
 	}
+	if !d.PurgedAt.IsZero() {
+		field("Purged", d.PurgedAt.UTC().Format(time.RFC3339)+" (a tombstone: bodies and request headers dropped; the name stays bound to its key)")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -186,9 +189,10 @@ func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
 			fmt.Fprintf(&b, "  %s  %s\n", v.At.UTC().Format(time.RFC3339), verdictText(v))
 		}
 	}
-	writeMessage(&b, "Request", d.Header, d.Body)
+	purged := !d.PurgedAt.IsZero()
+	writeMessage(&b, "Request", d.Header, d.Body, purged)
 	if d.Response != nil {
-		writeMessage(&b, "Response "+statusText(d.Response.Status), d.Response.Header, d.Response.Body)
+		writeMessage(&b, "Response "+statusText(d.Response.Status), d.Response.Header, d.Response.Body, purged)
 	} else if len(d.Reconciliations) > 0 && d.State.Settled() {
 		// A verdict without the provider's document settled it.
 		b.WriteString("\nResponse\n  none stored: settled by the reconciliation above\n")
@@ -199,8 +203,9 @@ func writeDetail(out io.Writer, d intentDetail, now time.Time) error {
 	return err
 }
 
-// writeMessage prints headers (sorted) and a body under a title.
-func writeMessage(b *strings.Builder, title string, h http.Header, body *bodyView) {
+// writeMessage prints headers (sorted) and a body under a title; a
+// purged intent's body is gone, not empty.
+func writeMessage(b *strings.Builder, title string, h http.Header, body *bodyView, purged bool) {
 	fmt.Fprintf(b, "\n%s\n", title)
 	names := make([]string, 0, len(h))
 	for name := range h {
@@ -213,6 +218,8 @@ func writeMessage(b *strings.Builder, title string, h http.Header, body *bodyVie
 		}
 	}
 	switch {
+	case body == nil && purged:
+		b.WriteString("  (body purged)\n")
 	case body == nil:
 		b.WriteString("  (no body)\n")
 	case body.Base64 != "":

@@ -76,7 +76,7 @@ func TestKeystore_LockedByAnotherProcessIsOneClearLine(t *testing.T) {
 		{"list"},
 		{"show", "some-key"},
 		{"resume", "--no-progress"},
-		{"purge", "--older-than", "1h"},
+		{"purge", "--older-than", "24h"},
 	} {
 		_, stderr, err := runIntentsCLI(t, nil, append(args, "--keystore", path, "--lock-timeout", "100ms")...)
 		requireOneLineError(t, stderr, err)
@@ -92,7 +92,7 @@ func TestKeystore_MissingFileIsOneLineAndNotCreated(t *testing.T) {
 		{"list"},
 		{"show", "some-key"},
 		{"resume", "--no-progress"},
-		{"purge", "--older-than", "1h"},
+		{"purge", "--older-than", "24h"},
 	} {
 		_, stderr, err := runIntentsCLI(t, nil, append(args, "--keystore", path)...)
 		requireOneLineError(t, stderr, err)

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"UpdateNeverUnsettles", testUpdateNeverUnsettles},
 		{"ListFilters", testListFilters},
 		{"Purge", testPurge},
+		{"PurgeKeepsTombstones", testPurgeKeepsTombstones},
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentCreateSameName", testConcurrentCreateSameName},
 		{"ConcurrentWrites", testConcurrentWrites},
@@ -116,6 +117,8 @@ func normalize(r *keystore.Record) *keystore.Record {
 	c := r.Clone()
 	c.CreatedAt = c.CreatedAt.UTC()
 	c.UpdatedAt = c.UpdatedAt.UTC()
+	c.AcceptedAt = c.AcceptedAt.UTC()
+	c.Purged = c.Purged.UTC()
 	for i := range c.Reconciliations {
 		c.Reconciliations[i].At = c.Reconciliations[i].At.UTC()
 	}
@@ -372,9 +375,11 @@ func testListFilters(t *testing.T, s keystore.Store) {
 
 func testPurge(t *testing.T, s keystore.Store) {
 	ctx := context.Background()
-	n, err := s.Purge(ctx, at(100))
+	// Every record is past the retention cutoff: nothing is kept.
+	req := keystore.PurgeRequest{OlderThan: at(5), KeepNamesAfter: at(100)}
+	res, err := s.Purge(ctx, req)
 	require.NoError(t, err)
-	assert.Zero(t, n)
+	assert.Zero(t, res)
 
 	mustCreate(t, s, finish(record("old-ok", "n-old-ok", keystore.Pending, at(0)), keystore.Succeeded, at(1)))
 	mustCreate(t, s, finish(record("old-fail", "", keystore.Pending, at(0)), keystore.Failed, at(1)))
@@ -384,9 +389,9 @@ func testPurge(t *testing.T, s keystore.Store) {
 	mustCreate(t, s, finish(record("new-ok", "", keystore.Pending, at(0)), keystore.Succeeded, at(10)))
 	mustCreate(t, s, finish(record("edge", "", keystore.Pending, at(0)), keystore.Succeeded, at(5)))
 
-	n, err = s.Purge(ctx, at(5))
+	res, err = s.Purge(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, 3, n)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 3}, res)
 
 	left, err := s.List(ctx, keystore.Filter{})
 	require.NoError(t, err)
@@ -401,9 +406,65 @@ func testPurge(t *testing.T, s keystore.Store) {
 	require.NoError(t, err)
 	assert.True(t, created, "a purged name can be used again")
 
-	n, err = s.Purge(ctx, at(5))
+	res, err = s.Purge(ctx, req)
 	require.NoError(t, err)
-	assert.Zero(t, n, "a second purge finds nothing")
+	assert.Zero(t, res, "a second purge finds nothing")
+}
+
+// testPurgeKeepsTombstones: a purge must not forget a name whose key the
+// server still remembers, or a re-run would begin it again under a new
+// key and pay twice.
+func testPurgeKeepsTombstones(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	young := finish(record("young", "n-young", keystore.Pending, at(10)), keystore.Succeeded, at(11))
+	young.Host = "pay.internal.example"
+	young.AcceptedAt = at(10).Add(time.Second)
+	mustCreate(t, s, young)
+	mustCreate(t, s, finish(record("young-unnamed", "", keystore.Pending, at(10)), keystore.Failed, at(11)))
+	mustCreate(t, s, finish(record("old", "n-old", keystore.Pending, at(0)), keystore.Succeeded, at(1)))
+	mustCreate(t, s, record("pending", "n-pending", keystore.Pending, at(10)))
+
+	req := keystore.PurgeRequest{OlderThan: at(20), KeepNamesAfter: at(5)}
+	res, err := s.Purge(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 2, Tombstoned: 1}, res)
+
+	tomb, err := s.GetByName(ctx, "n-young")
+	require.NoError(t, err)
+	require.False(t, tomb.Purged.IsZero(), "a tombstone says when it was purged")
+	assertSame(t, young.Tombstone(tomb.Purged), tomb)
+	assert.Nil(t, tomb.Body)
+	assert.Nil(t, tomb.Header)
+	require.NotNil(t, tomb.Response)
+	assert.Equal(t, 201, tomb.Response.Status)
+	assert.Nil(t, tomb.Response.Body)
+	assert.Equal(t, young.Response.Header, tomb.Response.Header)
+	assert.Equal(t, keystore.PurgeKeep, req.Action(tomb))
+
+	again, created, err := s.Create(ctx, record("young-again", "n-young", keystore.Pending, at(30)))
+	require.NoError(t, err)
+	assert.False(t, created, "the name is still bound to its key")
+	assertSame(t, tomb, again)
+
+	res, err = s.Purge(ctx, req)
+	require.NoError(t, err)
+	assert.Zero(t, res, "a tombstone stays until its retention cutoff passes")
+
+	// Past the retention cutoff the tombstone goes, and its name is free.
+	res, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(20), KeepNamesAfter: at(10)})
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 1}, res)
+	_, err = s.GetByName(ctx, "n-young")
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
+	_, err = s.Get(ctx, "pending")
+	assert.NoError(t, err, "pending records are never purged")
+	mustCreate(t, s, record("young-again", "n-young", keystore.Pending, at(30)))
+
+	// The zero KeepNamesAfter keeps every name.
+	mustCreate(t, s, finish(record("ancient", "n-ancient", keystore.Pending, at(-1000)), keystore.Expired, at(-999)))
+	res, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(20)})
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Tombstoned: 1}, res)
 }
 
 func testNoAliasing(t *testing.T, s keystore.Store) {
@@ -579,7 +640,7 @@ func testClosed(t *testing.T, s keystore.Store) {
 	assert.ErrorIs(t, s.Update(ctx, r), keystore.ErrClosed)
 	_, err = s.List(ctx, keystore.Filter{})
 	assert.ErrorIs(t, err, keystore.ErrClosed)
-	_, err = s.Purge(ctx, at(100))
+	_, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(100)})
 	assert.ErrorIs(t, err, keystore.ErrClosed)
 	assert.ErrorIs(t, s.Close(), keystore.ErrClosed)
 }
