@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 
@@ -26,9 +27,12 @@ type Client struct {
 	sender *http.Client // the shared pool, shielded from CloseIdleConnections, with intentRedirects
 
 	locks   keyLocks
-	secrets secretVault
-	unsent  unsentSet
-	closed  atomic.Bool
+	secrets secretVault[http.Header]
+	// params are the secret query parameters of intents, kept out of
+	// their stored URLs (see WithSecretQueryParams).
+	params secretVault[url.Values]
+	unsent unsentSet
+	closed atomic.Bool
 }
 
 // New builds a Client. Without options it keeps intents in memory; pass
@@ -182,38 +186,38 @@ func (l *keyLocks) release(key string, kl *keyLock) {
 	}
 }
 
-// secretVault keeps secret headers in memory, per key, for this process.
-// The maps it holds are never modified once stored: put takes ownership of
-// a map its caller built, and get hands out the stored map read-only, so
-// neither needs a copy.
-type secretVault struct {
+// secretVault keeps secrets (headers, query parameters) in memory, per
+// key, for this process. The values it holds are never modified once
+// stored: put takes ownership of a value its caller built, and get hands
+// out the stored value read-only, so neither needs a copy.
+type secretVault[T ~map[string][]string] struct {
 	mu sync.Mutex
-	m  map[string]http.Header
+	m  map[string]T
 }
 
-// put stores h as the secrets of key and takes ownership of it: the caller
-// must not modify h afterwards.
-func (v *secretVault) put(key string, h http.Header) {
+// put stores v as the secrets of key and takes ownership of it: the caller
+// must not modify v afterwards.
+func (v *secretVault[T]) put(key string, s T) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(h) == 0 {
+	if len(s) == 0 {
 		delete(v.m, key)
 		return
 	}
 	if v.m == nil {
-		v.m = make(map[string]http.Header)
+		v.m = make(map[string]T)
 	}
-	v.m[key] = h
+	v.m[key] = s
 }
 
 // get returns the secrets of key, or nil; the caller must not modify them.
-func (v *secretVault) get(key string) http.Header {
+func (v *secretVault[T]) get(key string) T {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.m[key]
 }
 
-func (v *secretVault) forget(key string) {
+func (v *secretVault[T]) forget(key string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.m, key)

@@ -159,7 +159,7 @@ func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, l
 	rec.UpdatedAt = c.cfg.now()
 	rec.LastError = why
 	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
-	c.secrets.forget(rec.Key)
+	c.forgetSecrets(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
 	if err := c.write(ctx, c.store.Update, rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))

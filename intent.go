@@ -154,6 +154,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	host := hostOverride(req)
 	header, secrets := c.splitSecrets(req.Header)
 	target, secrets := withoutURLCredentials(req.URL, secrets)
+	target, params := c.withoutSecretParams(target)
 
 	key, body, err := c.intentKey(payload, bopts.key)
 	if err != nil {
@@ -207,6 +208,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 		c.unsent.put(rec.Key)
 	}
 	c.secrets.put(rec.Key, secrets)
+	c.params.put(rec.Key, params)
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}

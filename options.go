@@ -68,6 +68,7 @@ type config struct {
 	writeGrace    time.Duration
 	principal     Principal
 	principalKey  []byte
+	secretParams  map[string]bool
 }
 
 func defaultConfig() config {
@@ -91,7 +92,17 @@ func defaultConfig() config {
 		dialect:      dialect.Draft(),
 		writeGrace:   DefaultWriteGrace,
 		principalKey: defaultPrincipalKey,
+		secretParams: setOf(defaultSecretParams),
 	}
+}
+
+// setOf is names as a set.
+func setOf(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
 // WithStore sets where intents live. The Client owns the store from then

@@ -33,6 +33,7 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 	if rec.Host != "" {
 		req.Host = rec.Host
 	}
+	withSecretParams(req, c.params.get(rec.Key))
 	// The template's header is only read (every attempt clones it), so
 	// it may share its value slices with the record and the secrets.
 	secrets := c.secrets.get(rec.Key)
@@ -133,7 +134,7 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	if rec.State == Accepted {
 		return c.poll(ctx, rec, true)
 	}
-	c.secrets.forget(rec.Key)
+	c.forgetSecrets(rec.Key)
 	return resp, callErr
 }
 

@@ -262,7 +262,7 @@ func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, stat
 	if err := c.write(ctx, c.store.Update, rec); err != nil {
 		return ans.final.resp, errors.Join(callErr, fmt.Errorf("idem: storing the operation's answer (the intent stays accepted): %w", err))
 	}
-	c.secrets.forget(rec.Key)
+	c.forgetSecrets(rec.Key)
 	c.log.DebugContext(ctx, "idem: operation settled", "key", keyHash(rec.Key), "state", string(state), "status", ans.status)
 	return ans.final.resp, callErr
 }

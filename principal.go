@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -71,6 +72,10 @@ func (c *Client) principalOf(req *http.Request) (string, []string, error) {
 			names = append(names, http.CanonicalHeaderKey(name))
 		}
 	}
+	params := c.secretParamsOf(req)
+	for name := range params {
+		names = append(names, queryMark+name)
+	}
 	slices.Sort(names)
 	var identity string
 	if c.cfg.principal != nil {
@@ -86,7 +91,11 @@ func (c *Client) principalOf(req *http.Request) (string, []string, error) {
 		var b strings.Builder
 		b.WriteString("credentials")
 		for _, name := range names {
-			for _, v := range req.Header.Values(name) {
+			values := req.Header.Values(name)
+			if param, ok := strings.CutPrefix(name, queryMark); ok {
+				values = params[param]
+			}
+			for _, v := range values {
 				b.WriteString("\x00" + name + "\x00" + v)
 			}
 		}
@@ -106,7 +115,17 @@ func (c *Client) principalOf(req *http.Request) (string, []string, error) {
 // principal (no credentials, or WithPrincipal naming none) takes the
 // credentials its attempts are given (WithRequestEditor).
 func (c *Client) checkCredentials(req *http.Request, cl *call) error {
+	var params url.Values
 	for _, name := range cl.secretNames {
+		if param, ok := strings.CutPrefix(name, queryMark); ok {
+			if params == nil {
+				params = req.URL.Query()
+			}
+			if !params.Has(param) {
+				return fmt.Errorf("%w: query parameter %s is not set (the intent was begun with it); give it again with a Begin of the same name or WithRequestEditor", ErrCredentialsMissing, param)
+			}
+			continue
+		}
 		if len(req.Header.Values(name)) == 0 {
 			return fmt.Errorf("%w: %s is not set (the intent was begun with it); give it again with a Begin of the same name or WithRequestEditor", ErrCredentialsMissing, name)
 		}

@@ -226,7 +226,7 @@ func (c *Client) recordVerdict(ctx context.Context, rec *keystore.Record, o Outc
 	}
 	*rec = *next
 	if o != OutcomeUnknown {
-		c.secrets.forget(rec.Key)
+		c.forgetSecrets(rec.Key)
 	}
 	return nil
 }
