@@ -43,7 +43,7 @@ func (c *Client) settleCreateDoubt(ctx context.Context, rec *keystore.Record, cr
 				// Asked last: the write did not land, and is not tried again.
 				return nil, false, fmt.Errorf("idem: persisting intent (not stored): %w", lastErr)
 			}
-			existing, created, cerr := c.createRecord(ctx, rec)
+			existing, created, cerr := c.createRecordClaimed(ctx, rec)
 			if cerr == nil {
 				return existing, created, nil
 			}

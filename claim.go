@@ -174,3 +174,38 @@ func (c *Client) holdClaim(ctx context.Context, claimer keystore.Claimer, key st
 		})
 	}
 }
+
+// heldClaim is the claim a Do holds on its intent, carried in its context
+// so every write it makes is fenced by it.
+type heldClaim struct {
+	claimer keystore.Claimer
+	owner   string
+}
+
+type heldClaimKey struct{}
+
+// withHeldClaim marks ctx as running under owner's claim.
+func withHeldClaim(ctx context.Context, claimer keystore.Claimer, owner string) context.Context {
+	return context.WithValue(ctx, heldClaimKey{}, heldClaim{claimer: claimer, owner: owner})
+}
+
+// update is how a call writes an unsettled record: a compare-and-set on
+// the claim it holds (keystore.Claimer.UpdateClaimed), so a worker whose
+// claim another worker took over can never overwrite that worker's
+// result, or a plain Update without a claim.
+func (c *Client) update(ctx context.Context, rec *keystore.Record) error {
+	if h, ok := ctx.Value(heldClaimKey{}).(heldClaim); ok {
+		return h.claimer.UpdateClaimed(ctx, rec, h.owner)
+	}
+	return c.store.Update(ctx, rec)
+}
+
+// createRecordClaimed creates rec, claimed for this Client in the same
+// write when the keystore is shared, so no other worker's ClaimPending
+// takes a fresh intent before its creator sends it.
+func (c *Client) createRecordClaimed(ctx context.Context, rec *keystore.Record) (*keystore.Record, bool, error) {
+	if claimer, ok := c.store.(keystore.Claimer); ok {
+		return claimer.CreateClaimed(ctx, rec, c.cfg.claims.owner, c.cfg.claims.lease)
+	}
+	return c.createRecord(ctx, rec)
+}

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -40,11 +41,12 @@ func TestDoSkipsAnIntentAnotherWorkerHolds(t *testing.T) {
 	require.NotEqual(t, a.ClaimOwner(), b.ClaimOwner())
 	ctx := context.Background()
 
+	// Begin claims the new intent for its creator: no other worker takes it.
 	in := begin(t, a, "order-1", paymentRequest(t, srv.URL, 100, "order-1"))
-	held, err := a.ClaimPending(ctx, 10)
+	taken, err := b.ClaimPending(ctx, 10)
 	require.NoError(t, err)
-	require.Len(t, held, 1)
-	assert.Equal(t, in.Key, held[0].Key)
+	assert.Empty(t, taken, "a fresh intent belongs to its creator")
+	held := []*Intent{in}
 
 	onB, err := b.Resume(ctx, in.Key)
 	require.NoError(t, err)
@@ -108,12 +110,9 @@ func TestClaimOfAStoppedWorkerRunsOut(t *testing.T) {
 	b := worker(t, dsn, opt, WithRequestEditor(bearer(testToken)))
 	ctx := context.Background()
 
-	in := begin(t, stopped, "", paymentRequest(t, srv.URL, 100, "r"))
-	held, err := stopped.ClaimPending(ctx, 1)
-	require.NoError(t, err)
-	require.Len(t, held, 1)
+	in := begin(t, stopped, "", paymentRequest(t, srv.URL, 100, "r")) // claimed by Begin
 
-	_, err = b.Do(ctx, in)
+	_, err := b.Do(ctx, in)
 	require.ErrorIs(t, err, ErrIntentBusy)
 	require.Eventually(t, func() bool {
 		_, err := b.Do(ctx, in)
@@ -205,4 +204,69 @@ func TestWithKeystore(t *testing.T) {
 
 	_, err = New(WithClaimLease(0))
 	require.Error(t, err)
+}
+
+// A producer that begins intents for a fleet and closes hands them over at
+// once: Close releases the claims Begin took on intents it never sent.
+func TestCloseReleasesTheClaimsOfUnsentIntents(t *testing.T) {
+	t.Parallel()
+	dsn, opt := sharedKeystore(t)
+	srv := idemtest.NewServer(t)
+	producer := worker(t, dsn, opt, WithClaimLease(time.Hour))
+	b := worker(t, dsn, opt, WithRequestEditor(bearer(testToken)))
+	ctx := context.Background()
+	for i := range 3 {
+		begin(t, producer, "", paymentRequest(t, srv.URL, 100+i, "produced"))
+	}
+	none, err := b.ClaimPending(ctx, 10)
+	require.NoError(t, err)
+	assert.Empty(t, none, "held by their producer")
+	require.NoError(t, producer.Close())
+
+	got, err := b.ClaimPending(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 3, "released at close, not after the hour-long lease")
+	for _, in := range got {
+		_, err := b.Do(ctx, in)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 3, srv.PaymentCount())
+}
+
+// A worker whose claim another worker took over cannot write over that
+// worker's result: its late give-up (Pending, no answer) is refused, the
+// stored answer stays, and Do hands back the stored answer instead.
+func TestAStaleWorkerNeverOverwritesTheNewOwnersResult(t *testing.T) {
+	t.Parallel()
+	dsn, opt := sharedKeystore(t)
+	srv := idemtest.NewServer(t)
+	stale := worker(t, dsn, opt, WithClaimLease(100*time.Millisecond))
+	owner := worker(t, dsn, opt, WithRequestEditor(bearer(testToken)))
+	ctx := context.Background()
+
+	in := begin(t, stale, "", paymentRequest(t, srv.URL, 100, "stale"))
+	before, err := stale.store.Get(ctx, in.Key)
+	require.NoError(t, err)
+	// The stale worker's lease lapses (it stalled); the other worker takes
+	// the intent over and settles it.
+	require.Eventually(t, func() bool {
+		_, err := owner.Do(ctx, in)
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond)
+	require.Equal(t, Succeeded, in.State)
+
+	// The stale worker wakes up and records its give-up under its claim.
+	claimer := stale.store.(keystore.Claimer)
+	late := before.Clone()
+	late.Attempts, late.LastError = 1, "gave up: retries exhausted"
+	err = stale.write(withHeldClaim(ctx, claimer, stale.ClaimOwner()), stale.update, late)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, keystore.ErrClaimLost) || errors.Is(err, keystore.ErrSettled), "refused: %v", err)
+
+	got, err := stale.store.Get(ctx, in.Key)
+	require.NoError(t, err)
+	assert.Equal(t, Succeeded, got.State, "the new owner's result stands")
+	require.NotNil(t, got.Response, "its answer is not lost")
+	assert.Equal(t, http.StatusCreated, got.Response.Status)
+	assert.Equal(t, 1, srv.PaymentCount())
 }

@@ -88,10 +88,33 @@ func (c *Client) Close() error {
 	if c.cfg.ownHTTPClient {
 		c.cfg.httpClient.CloseIdleConnections()
 	}
+	c.releaseUnsentClaims()
 	if err := c.store.Close(); err != nil {
 		return fmt.Errorf("idem: closing keystore: %w", err)
 	}
 	return nil
+}
+
+// releaseUnsentClaims gives up the claims Begin took on intents this
+// Client never sent, so a producer that begins intents for a fleet of
+// workers to send hands them over when it closes rather than when their
+// leases run out. Bounded by the write grace; a claim not released runs
+// out.
+func (c *Client) releaseUnsentClaims() {
+	claimer, ok := c.store.(keystore.Claimer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.writeGrace)
+	defer cancel()
+	for _, key := range c.unsent.keys() {
+		if err := claimer.Unclaim(ctx, key, c.cfg.claims.owner); err != nil {
+			c.log.WarnContext(ctx, "idem: releasing a claim at close failed; it runs out with its lease", "key", keyHash(key), "err", err)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
 }
 
 func (c *Client) checkOpen() error {

@@ -94,9 +94,24 @@ func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
 		return nil, err
 	}
 	defer release()
+	if claimer, ok := c.store.(keystore.Claimer); ok && !rec.State.Settled() {
+		ctx = withHeldClaim(ctx, claimer, c.cfg.claims.owner)
+	}
 	before := *rec // settling assigns fields; it never changes what they point to
 	resp, err := c.settleRecord(ctx, rec)
 	var werr *storeWriteError
+	if errors.As(err, &werr) && (errors.Is(err, keystore.ErrClaimLost) || errors.Is(err, keystore.ErrSettled)) {
+		// Another worker took the intent over and settled it (or holds
+		// it): its record is the truth, and its answer, if it has one,
+		// is this call's too.
+		if stored, gerr := c.lookupWithin(ctx, in.Key); gerr == nil {
+			in.refresh(stored)
+			if stored.State.Settled() {
+				return c.settleRecord(ctx, stored)
+			}
+		}
+		return resp, err
+	}
 	if errors.As(err, &werr) {
 		// The record in memory went further than the keystore: show the
 		// intent as it is stored (as it was, if the keystore cannot say).
@@ -161,7 +176,7 @@ func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, l
 	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
 	c.forgetSecrets(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
-	if err := c.write(ctx, c.store.Update, rec); err != nil {
+	if err := c.write(ctx, c.update, rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
 	}
 	return ge

@@ -182,7 +182,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	}
 	// rec is only read from here on, so a store that can keep it instead
 	// of a copy may (keystore.Adopter).
-	existing, created, err := c.createRecord(ctx, rec)
+	existing, created, err := c.createRecordClaimed(ctx, rec)
 	switch {
 	case err != nil && bopts.key != "" && errors.Is(err, keystore.ErrDuplicateKey):
 		// A key of the caller's: it may name this very intent.
@@ -303,7 +303,7 @@ func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
 	if a, ok := c.store.(keystore.Adopter); ok {
 		return a.AdoptUpdate(ctx, rec)
 	}
-	return c.store.Update(ctx, rec)
+	return c.update(ctx, rec)
 }
 
 // Pending returns the intents that are not settled yet, oldest first:

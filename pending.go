@@ -121,7 +121,7 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	// (only read by Do's caller through Intent.refresh), so the store may
 	// keep it as it is; an Accepted one is still changed by polling and
 	// is copied.
-	write := c.store.Update
+	write := c.update
 	if rec.State != Accepted {
 		write = c.storeSettled
 	}
@@ -162,7 +162,7 @@ func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sen
 	// The record is written even when ctx has ended (within the write
 	// grace): losing the attempt count would hide how often the intent
 	// was tried.
-	if err := c.write(ctx, c.store.Update, rec); err != nil {
+	if err := c.write(ctx, c.update, rec); err != nil {
 		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
 	}
 	if unsent {
@@ -203,6 +203,17 @@ func (s *unsentSet) put(key string) {
 		s.m = make(map[string]struct{})
 	}
 	s.m[key] = struct{}{}
+}
+
+// keys lists the keys in the set.
+func (s *unsentSet) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.m))
+	for k := range s.m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // take removes key and reports whether it was there.
