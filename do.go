@@ -187,8 +187,18 @@ func (c *Client) localReplay(rec *keystore.Record) *http.Response {
 	if rec.Response == nil {
 		return reconciledResponse(rec)
 	}
-	return storedResponse(rec.Response, recordRequest(rec), true)
+	resp := storedResponse(rec.Response, recordRequest(rec), true)
+	if !rec.Purged.IsZero() {
+		// A tombstone keeps the answer's status and headers, not its body.
+		resp.Header.Set(PurgedHeader, "true")
+	}
+	return resp
 }
+
+// PurgedHeader marks a local replay of an intent that a purge reduced to
+// its tombstone (see keystore.PurgeRequest): the status and headers of its
+// answer are the stored ones, the body is gone.
+const PurgedHeader = "Idem-Purged"
 
 // failedError is the error a Failed intent returns again on every Do.
 func (c *Client) failedError(rec *keystore.Record) error {

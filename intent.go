@@ -81,6 +81,10 @@ type Intent struct {
 	// Reconciliations is the audit trail of verdicts reached without the
 	// server's answer (WithReconciler, Settle), oldest first.
 	Reconciliations []keystore.Reconciliation
+	// Purged is when a purge reduced the intent to its tombstone (its
+	// name, key, fingerprint, state and answer status kept, bodies
+	// dropped); zero for a whole record.
+	Purged time.Time
 }
 
 func intentFromRecord(r *keystore.Record) *Intent {
@@ -111,6 +115,7 @@ func (in *Intent) refresh(r *keystore.Record) {
 	in.LastError = r.LastError
 	in.MayHaveExecuted = r.MayHaveExecuted
 	in.Reconciliations = r.Reconciliations
+	in.Purged = r.Purged
 }
 
 // Begin turns req into an intent: it reads the body, computes the payload
