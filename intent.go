@@ -311,7 +311,10 @@ func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
 	return c.update(ctx, rec)
 }
 
-// Pending returns the intents that are not settled yet, oldest first:
+// Pending returns the intents that are not settled yet, oldest first.
+// When the keystore holds damaged records, it returns the intents it
+// could read together with an error matching keystore.ErrCorrupt (a
+// *keystore.CorruptRecordsError naming the damaged ones). The intents are:
 // Pending ones (Do sends them with their key) and Accepted ones (Do polls
 // their operation, until it is final, gone, or silent past the retention). Secrets are not stored, so a process resuming them
 // after a restart supplies credentials through WithRequestEditor or a
@@ -321,12 +324,18 @@ func (c *Client) Pending(ctx context.Context) ([]*Intent, error) {
 		return nil, err
 	}
 	recs, err := c.store.List(ctx, keystore.Filter{States: []State{Pending, Accepted}})
-	if err != nil {
+	var damaged *keystore.CorruptRecordsError
+	if err != nil && !errors.As(err, &damaged) {
 		return nil, fmt.Errorf("idem: listing pending intents: %w", err)
 	}
 	out := make([]*Intent, len(recs))
 	for i, r := range recs {
 		out[i] = intentFromRecord(r)
+	}
+	if damaged != nil {
+		// The good intents, and the damaged ones named: one bad record
+		// never hides the rest.
+		return out, fmt.Errorf("idem: listing pending intents: %w", damaged)
 	}
 	return out, nil
 }
