@@ -64,6 +64,12 @@ import (
 // with the error. Every response Do returns has its body in memory, so
 // closing it is optional.
 //
+// Nothing is sent for an intent whose stored request no longer matches
+// its fingerprint (a damaged keystore: the error matches
+// keystore.ErrCorrupt), nor by an attempt whose credentials are missing or
+// name another principal than the intent's (ErrCredentialsMissing,
+// ErrCredentialsMismatch).
+//
 // Concurrent Do calls on one intent send once: the later call waits and
 // replays what the first stored (or sends, if the first left it Pending).
 // Across processes sharing a keystore that implements keystore.Claimer

@@ -102,7 +102,15 @@
 // After a crash, Pending lists the intents not settled yet and Do resumes
 // each with its original key; the server replays what already happened.
 // Credentials are never written to the keystore: after a restart they come
-// from a fresh Begin with the same name or from WithRequestEditor.
+// from a fresh Begin with the same name or from WithRequestEditor. They
+// are part of the intent all the same: Begin records which secret headers
+// (and secret query parameters) it carried and a keyed fingerprint of its
+// principal, and an attempt without them, or with another principal's, is
+// not sent (ErrCredentialsMissing, ErrCredentialsMismatch), since the
+// server would take the key for a new payment in another scope. Business
+// names are scoped by principal (see WithPrincipal). A key may be chosen
+// by the caller (WithIntentKey, DeriveKey) where it must follow from a
+// business identifier.
 //
 // For an existing API client, Transport returns an http.RoundTripper that
 // adds an ephemeral key to POST and PATCH and retries with the same
