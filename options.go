@@ -50,7 +50,7 @@ type config struct {
 	maxAttempts   int
 	backoff       Backoff
 	raCeiling     time.Duration
-	budget        *Budget
+	budget        RetryBudget
 	retention     time.Duration
 	logger        *slog.Logger
 	editor        RequestEditor
@@ -76,7 +76,7 @@ func defaultConfig() config {
 		maxAttempts: DefaultMaxAttempts,
 		backoff:     FullJitter(DefaultBackoffBase, DefaultBackoffCap, rand.Float64),
 		raCeiling:   DefaultRetryAfterCeiling,
-		budget:      NewBudget(DefaultBudgetCapacity, DefaultBudgetRetryCost, DefaultBudgetSuccessRefill),
+		budget:      NewAdaptiveBudget(AdaptiveBudgetConfig{}),
 		retention:   DefaultRetention,
 		secretHeaders: map[string]bool{
 			"Authorization":       true,
@@ -217,10 +217,11 @@ func WithRetryAfterCeiling(d time.Duration) Option {
 }
 
 // WithBudget sets the retry budget shared by every call of the client.
-// WithBudget(nil) means unlimited retries (bounded only by attempts).
-// Default: NewBudget(DefaultBudgetCapacity, DefaultBudgetRetryCost,
-// DefaultBudgetSuccessRefill).
-func WithBudget(b *Budget) Option {
+// WithBudget(nil) means unlimited retries (bounded only by attempts); a
+// fixed token bucket is WithBudget(NewBudget(DefaultBudgetCapacity,
+// DefaultBudgetRetryCost, DefaultBudgetSuccessRefill)). Default:
+// NewAdaptiveBudget(AdaptiveBudgetConfig{}).
+func WithBudget(b RetryBudget) Option {
 	return func(c *config) error {
 		c.budget = b
 		return nil

@@ -230,7 +230,7 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 
 	switch o {
 	case outcomeSuccess, outcomeAccepted:
-		p.c.cfg.budget.Success()
+		budgetAccepted(p.c.cfg.budget, now)
 		return false, nil
 	case outcomeKeyReused, outcomeRejected, outcomeRefused, outcomeUnresolvable:
 		// A final answer; what it settles depends on the intent's
@@ -257,7 +257,8 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	if werr != nil {
 		return p.stop(werr)
 	}
-	if !p.c.cfg.budget.TryRetry() {
+	wait, ok := budgetRetry(ctx, p.c.cfg.budget, now, wait)
+	if !ok {
 		return p.stop(ErrBudgetExhausted)
 	}
 	p.wait = wait

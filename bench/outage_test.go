@@ -23,10 +23,11 @@ func TestOutageIdemBudgetCapsRetries(t *testing.T) {
 	t.Parallel()
 	cl, err := IdemOutageClient(true)
 	res := runTestOutage(t, cl, err)
-	// The default budget holds 100 retries and an outage never refills
-	// it: 150 first attempts plus exactly 100 retries.
-	assert.Equal(t, 250, res.Received)
-	assert.InDelta(t, 250.0/150, res.Amplification(), 1e-9)
+	// The default budget holds 100 retries and an outage refills it only
+	// by its floor of 10 a second (a fraction of one in this 30 ms run):
+	// 150 first attempts plus 100 retries, and perhaps one or two more.
+	assert.GreaterOrEqual(t, res.Received, 250)
+	assert.LessOrEqual(t, res.Received, 253)
 }
 
 func TestOutageIdemWithoutBudgetMakesEveryAttempt(t *testing.T) {

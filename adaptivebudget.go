@@ -1,0 +1,272 @@
+package idem
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Defaults of the adaptive retry budget, the Client's default.
+const (
+	// DefaultAdaptiveCapacity is the most tokens the bucket holds, and
+	// what it starts with: the retries granted before anything is known.
+	DefaultAdaptiveCapacity = 100
+	// DefaultAdaptiveRatio is the tokens each accepted attempt brings:
+	// one retry per success, so that requests stay within twice the
+	// accepts (Google SRE's K = 2).
+	DefaultAdaptiveRatio = 1
+	// DefaultAdaptiveMinPerSecond is the floor of the refill, in tokens
+	// per second whatever the server answers (Finagle's minRetriesPerSec).
+	DefaultAdaptiveMinPerSecond = 10
+	// DefaultAdaptiveWindow is how far back requests and accepts count.
+	DefaultAdaptiveWindow = time.Second
+	// DefaultAdaptiveMaxDelay is the longest a retry is deferred while it
+	// waits for the tokens that coming accepts will bring.
+	DefaultAdaptiveMaxDelay = 10 * time.Second
+)
+
+// AdaptiveBudgetConfig sets an AdaptiveBudget. A zero field takes its
+// default (the DefaultAdaptive constants); a negative one means none: no
+// tokens, no refill, or (MaxDelay) no deferred retries.
+type AdaptiveBudgetConfig struct {
+	Capacity     float64
+	Ratio        float64
+	MinPerSecond float64
+	Window       time.Duration
+	MaxDelay     time.Duration
+}
+
+// AdaptiveBudget is the Client's default retry budget. It tells an
+// overloaded server (some requests still succeed) from a server that is
+// down (none do), for one Client shared by any number of goroutines, and
+// paces retries in the first case instead of refusing them.
+//
+// The rule, with capacity C, ratio r, floor m, window W and max delay D:
+//
+//   - A token bucket of at most C tokens, full at the start. Each accepted
+//     attempt adds r tokens (gRPC retry throttling's token_ratio), and m
+//     tokens are added every second whatever happens (Finagle's
+//     minRetriesPerSec). Each retry costs one token.
+//   - A retry that finds a token is granted at once, with the backoff's
+//     wait.
+//   - A retry that finds none is refused when the last W saw no accepted
+//     attempt: the server is down, so it costs at most one attempt per call
+//     beyond C plus m retries per second.
+//   - Otherwise (overload: some attempts are accepted) the retry borrows
+//     the token, so the bucket goes below zero, and is deferred until the
+//     refill should have repaid the debt: debt / (r·a + m), a being the
+//     accepted attempts per second over the last W. It is refused only
+//     when that is beyond D or the call's deadline. Retries then reach the
+//     server at about r times the rate it accepts (Google SRE's
+//     client-side throttling keeps requests within K = 2 times the
+//     accepts: r = 1 is that K), so a herd drains at the server's pace
+//     with no caller starved, and in the long run retries stay within r
+//     per success plus m per second (Finagle's percentage and floor).
+//
+// A nil *AdaptiveBudget is unlimited. State shows the bucket and the
+// window, for metrics.
+type AdaptiveBudget struct {
+	mu       sync.Mutex
+	cfg      AdaptiveBudgetConfig
+	sliceLen time.Duration
+	tokens   float64
+	epoch    time.Time // the first event; zero before it
+	refilled time.Time // when the floor last added tokens
+	slices   [budgetSlices]budgetSlice
+}
+
+// budgetSlices is how many slices the window is cut into: counts expire a
+// tenth of the window at a time.
+const budgetSlices = 10
+
+// budgetSlice counts the events of one tenth of the window.
+type budgetSlice struct {
+	index                               int64     // slice number since the epoch
+	first                               time.Time // its first event
+	requests, accepts, retries, refused int64
+}
+
+// NewAdaptiveBudget returns a full AdaptiveBudget set by cfg (see
+// AdaptiveBudgetConfig for zero and negative fields).
+func NewAdaptiveBudget(cfg AdaptiveBudgetConfig) *AdaptiveBudget {
+	cfg.Capacity = orDefault(cfg.Capacity, DefaultAdaptiveCapacity)
+	cfg.Ratio = orDefault(cfg.Ratio, DefaultAdaptiveRatio)
+	cfg.MinPerSecond = orDefault(cfg.MinPerSecond, DefaultAdaptiveMinPerSecond)
+	cfg.Capacity = min(cfg.Capacity, maxBudgetTokens)
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultAdaptiveWindow
+	}
+	switch {
+	case cfg.MaxDelay == 0:
+		cfg.MaxDelay = DefaultAdaptiveMaxDelay
+	case cfg.MaxDelay < 0:
+		cfg.MaxDelay = 0
+	}
+	return &AdaptiveBudget{
+		cfg:      cfg,
+		sliceLen: max(cfg.Window/budgetSlices, 1),
+		tokens:   cfg.Capacity,
+	}
+}
+
+// orDefault is v, or def for 0, or 0 for a negative v or NaN.
+func orDefault(v, def float64) float64 {
+	switch {
+	case v == 0:
+		return def
+	case !(v > 0):
+		return 0
+	}
+	return v
+}
+
+// AllowRetry implements RetryBudget with the rule of AdaptiveBudget.
+func (b *AdaptiveBudget) AllowRetry(now time.Time, wait, limit time.Duration) (time.Duration, bool) {
+	if b == nil {
+		return wait, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.advance(now)
+	s.requests++
+	if b.tokens >= 1 {
+		b.tokens--
+		s.retries++
+		return wait, true
+	}
+	w := b.window(now)
+	rate := b.cfg.MinPerSecond
+	if w.accepts > 0 {
+		rate += b.cfg.Ratio * w.acceptRate(now)
+	}
+	if w.accepts == 0 || rate <= 0 {
+		s.refused++ // down, or nothing would ever repay the debt
+		return 0, false
+	}
+	need := time.Duration(math.Min((1-b.tokens)/rate, math.MaxInt64/2/float64(time.Second)) * float64(time.Second))
+	wait = max(wait, need)
+	if need > b.cfg.MaxDelay || (limit > 0 && wait >= limit) {
+		s.refused++
+		return 0, false
+	}
+	b.tokens--
+	s.retries++
+	return wait, true
+}
+
+// Accepted implements RetryBudget: it adds the ratio's tokens.
+func (b *AdaptiveBudget) Accepted(now time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.advance(now)
+	s.requests++
+	s.accepts++
+	b.tokens = min(b.tokens+b.cfg.Ratio, b.cfg.Capacity)
+}
+
+// advance adds the floor's tokens up to now and returns now's slice,
+// emptied if it held an older period.
+func (b *AdaptiveBudget) advance(now time.Time) *budgetSlice {
+	if b.epoch.IsZero() {
+		b.epoch, b.refilled = now, now
+	}
+	if dt := now.Sub(b.refilled); dt > 0 {
+		b.tokens = min(b.tokens+b.cfg.MinPerSecond*dt.Seconds(), b.cfg.Capacity)
+		b.refilled = now
+	}
+	idx := b.sliceIndex(now)
+	s := &b.slices[idx%budgetSlices]
+	if s.index != idx || s.first.IsZero() {
+		*s = budgetSlice{index: idx, first: now}
+	}
+	return s
+}
+
+// sliceIndex is the number of the slice now falls in; a clock that went
+// back before the epoch counts as the epoch.
+func (b *AdaptiveBudget) sliceIndex(now time.Time) int64 {
+	return int64(max(now.Sub(b.epoch), 0) / b.sliceLen)
+}
+
+// windowStats sums the slices of the last window.
+type windowStats struct {
+	requests, accepts, retries, refused int64
+	first                               time.Time // the oldest event counted
+}
+
+// acceptRate is accepts per second over the time the window has watched.
+func (w windowStats) acceptRate(now time.Time) float64 {
+	// A floor of a millisecond keeps a burst of simultaneous accepts
+	// from reading as an infinite rate.
+	span := max(now.Sub(w.first), time.Millisecond)
+	return float64(w.accepts) / span.Seconds()
+}
+
+func (b *AdaptiveBudget) window(now time.Time) windowStats {
+	var w windowStats
+	if b.epoch.IsZero() {
+		return w
+	}
+	cur := b.sliceIndex(now)
+	for i := range b.slices {
+		s := &b.slices[i]
+		if s.first.IsZero() || s.index > cur || s.index <= cur-budgetSlices {
+			continue
+		}
+		w.requests += s.requests
+		w.accepts += s.accepts
+		w.retries += s.retries
+		w.refused += s.refused
+		if w.first.IsZero() || s.first.Before(w.first) {
+			w.first = s.first
+		}
+	}
+	return w
+}
+
+// AdaptiveBudgetState is an AdaptiveBudget as of one instant, for
+// metrics. The counts cover the last window.
+type AdaptiveBudgetState struct {
+	// Tokens in the bucket; below zero, retries deferred against the
+	// accepts to come.
+	Tokens float64
+	// Ratio is the tokens each accepted attempt brings (the config's).
+	Ratio float64
+	// Requests counts the attempts the budget was told of: Accepts that
+	// succeeded, the rest failed and asked for a retry.
+	Requests, Accepts int64
+	// Retries granted and Refused over the window.
+	Retries, Refused int64
+	// AcceptRate is accepted attempts per second over the window.
+	AcceptRate float64
+	// Down is true when the window saw attempts and none accepted: an
+	// empty bucket then refuses retries instead of deferring them.
+	Down bool
+}
+
+// State returns the budget as of now (time.Now() for metrics); the
+// zero state for a nil budget.
+func (b *AdaptiveBudget) State(now time.Time) AdaptiveBudgetState {
+	if b == nil {
+		return AdaptiveBudgetState{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tokens := b.tokens
+	if dt := now.Sub(b.refilled); !b.epoch.IsZero() && dt > 0 {
+		tokens = min(tokens+b.cfg.MinPerSecond*dt.Seconds(), b.cfg.Capacity)
+	}
+	w := b.window(now)
+	st := AdaptiveBudgetState{
+		Tokens: tokens, Ratio: b.cfg.Ratio,
+		Requests: w.requests, Accepts: w.accepts, Retries: w.retries, Refused: w.refused,
+		Down: w.requests > 0 && w.accepts == 0,
+	}
+	if w.accepts > 0 {
+		st.AcceptRate = w.acceptRate(now)
+	}
+	return st
+}

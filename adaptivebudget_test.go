@@ -1,0 +1,195 @@
+package idem
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// t0 is the fake clock's start; every test passes its instants explicitly.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+const ms = time.Millisecond
+
+func TestAdaptiveBudgetGrantsCapacityAtOnce(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{})
+	for i := range DefaultAdaptiveCapacity {
+		wait, ok := b.AllowRetry(t0, 7*ms, 0)
+		require.True(t, ok, "retry %d", i)
+		assert.Equal(t, 7*ms, wait, "a token never changes the wait")
+	}
+	_, ok := b.AllowRetry(t0, 7*ms, 0)
+	assert.False(t, ok, "no token and no accept: refused")
+	st := b.State(t0)
+	assert.Equal(t, AdaptiveBudgetState{Tokens: 0, Ratio: 1, Requests: 101, Retries: 100, Refused: 1, Down: true}, st)
+}
+
+func TestAdaptiveBudgetOutageCostsCapacityPlusFloor(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{})
+	// 500 failing calls a second for 3 s, each asking for one retry.
+	granted, calls := 0, 0
+	for i := range 1500 {
+		calls++
+		if _, ok := b.AllowRetry(at(time.Duration(i)*2*ms), 0, 0); ok {
+			granted++
+		}
+	}
+	// The bucket once, then 10 a second: 100 + 3·10 (the last ask is at
+	// 2.998 s, so the floor brought 29.98 tokens).
+	assert.Equal(t, 129, granted)
+	assert.LessOrEqual(t, float64(calls+granted)/float64(calls), 1.1)
+	assert.True(t, b.State(at(3*time.Second)).Down)
+}
+
+func TestAdaptiveBudgetDefersInOverload(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: 1, Ratio: 1, MinPerSecond: -1})
+	_, ok := b.AllowRetry(t0, ms, 0) // first event: the window starts here
+	require.True(t, ok)
+	// 10 accepts over 10 ms: 1000 a second, each adding a token that a
+	// waiting retry is owed, so the bucket stays at 1 (its capacity).
+	for i := range 10 {
+		b.Accepted(at(time.Duration(i+1) * ms))
+	}
+	require.Equal(t, 1.0, b.State(at(10*ms)).Tokens)
+	for range 1 {
+		wait, ok := b.AllowRetry(at(10*ms), ms, 0)
+		require.True(t, ok)
+		assert.Equal(t, ms, wait, "the token left pays at once")
+	}
+	// Now every retry borrows: the n-th one is owed n tokens, which at
+	// 1000 accepts a second come in n ms.
+	for n := 1; n <= 5; n++ {
+		wait, ok := b.AllowRetry(at(10*ms), 0, 0)
+		require.True(t, ok)
+		assert.Equal(t, time.Duration(n)*ms, wait, "retry %d", n)
+	}
+	// A longer backoff is kept.
+	wait, ok := b.AllowRetry(at(10*ms), time.Second, 0)
+	require.True(t, ok)
+	assert.Equal(t, time.Second, wait)
+	st := b.State(at(10 * ms))
+	assert.Equal(t, -6.0, st.Tokens)
+	assert.InDelta(t, 1000, st.AcceptRate, 1e-9)
+	assert.False(t, st.Down)
+	// Each accept repays one.
+	b.Accepted(at(11 * ms))
+	assert.Equal(t, -5.0, b.State(at(11*ms)).Tokens)
+}
+
+func TestAdaptiveBudgetRefusesBeyondDeadlineOrMaxDelay(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, Ratio: 1, MinPerSecond: -1, MaxDelay: 50 * ms})
+	b.Accepted(t0)
+	b.Accepted(at(100 * ms)) // 2 accepts over 100 ms: 20 a second
+	wait, ok := b.AllowRetry(at(100*ms), 0, 0)
+	require.True(t, ok)
+	assert.Equal(t, 50*ms, wait, "one token owed at 20 a second")
+	_, ok = b.AllowRetry(at(100*ms), 0, 0)
+	assert.False(t, ok, "two tokens owed: 100 ms, beyond MaxDelay")
+	_, ok = b.AllowRetry(at(100*ms), 0, 0)
+	assert.False(t, ok)
+
+	b = NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, Ratio: 1, MinPerSecond: -1})
+	b.Accepted(t0)
+	b.Accepted(at(100 * ms))
+	_, ok = b.AllowRetry(at(100*ms), 0, 50*ms)
+	assert.False(t, ok, "a wait reaching the deadline is refused")
+	assert.Zero(t, b.State(at(100*ms)).Tokens, "a refused retry owes nothing")
+	wait, ok = b.AllowRetry(at(100*ms), 0, 51*ms)
+	require.True(t, ok)
+	assert.Equal(t, 50*ms, wait)
+}
+
+func TestAdaptiveBudgetForgetsAcceptsOutsideTheWindow(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, MinPerSecond: -1})
+	b.Accepted(t0)
+	_, ok := b.AllowRetry(at(500*ms), 0, 0)
+	require.True(t, ok, "an accept in the window: overload, deferred")
+	st := b.State(at(1100 * ms))
+	assert.Zero(t, st.Accepts, "the accept's slice has expired")
+	_, ok = b.AllowRetry(at(1100*ms), 0, 0)
+	assert.False(t, ok, "no accept in the last second: down")
+	assert.True(t, b.State(at(1100*ms)).Down)
+}
+
+func TestAdaptiveBudgetFloorRefillsAndCaps(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: 5, MinPerSecond: 10})
+	for range 5 {
+		_, ok := b.AllowRetry(t0, 0, 0)
+		require.True(t, ok)
+	}
+	assert.Equal(t, 1.0, b.State(at(100*ms)).Tokens)
+	assert.Equal(t, 5.0, b.State(at(time.Hour)).Tokens, "capped")
+	b.Accepted(at(time.Hour))
+	assert.Equal(t, 5.0, b.State(at(time.Hour)).Tokens, "accepts cap too")
+}
+
+func TestAdaptiveBudgetClockGoingBack(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: 1})
+	b.Accepted(at(time.Second))
+	_, ok := b.AllowRetry(t0, 0, 0)
+	assert.True(t, ok)
+	assert.NotPanics(t, func() { b.State(t0.Add(-time.Hour)) })
+}
+
+func TestAdaptiveBudgetNilIsUnlimited(t *testing.T) {
+	t.Parallel()
+	var b *AdaptiveBudget
+	wait, ok := b.AllowRetry(t0, ms, 0)
+	assert.True(t, ok)
+	assert.Equal(t, ms, wait)
+	b.Accepted(t0)
+	assert.Zero(t, b.State(t0))
+}
+
+func TestAdaptiveBudgetConcurrentUse(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{})
+	var mu sync.Mutex
+	granted := 0
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				now := at(time.Duration(i) * ms)
+				if (i+w)%4 == 0 {
+					b.Accepted(now)
+					continue
+				}
+				if _, ok := b.AllowRetry(now, 0, 0); ok {
+					mu.Lock()
+					granted++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := b.State(at(500 * ms))
+	assert.GreaterOrEqual(t, st.Tokens, -float64(DefaultAdaptiveMaxDelay/time.Second)*st.AcceptRate*2)
+	assert.Positive(t, granted)
+}
+
+func TestClientDefaultBudgetIsAdaptive(t *testing.T) {
+	t.Parallel()
+	c, err := New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, ok := c.Budget().(*AdaptiveBudget)
+	assert.True(t, ok)
+	c2, err := New(WithBudget(nil))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c2.Close() })
+	assert.Nil(t, c2.Budget())
+}
