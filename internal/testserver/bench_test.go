@@ -21,7 +21,7 @@ func BenchmarkCreatePayment(b *testing.B) {
 	}
 	b.Run("protected", func(b *testing.B) {
 		store := NewMemoryStore()
-		h := NewIdempotency(store).Wrap(routePayments, http.HandlerFunc(newAPI(store).createPayment))
+		h := newIdempotency(store, idemDialect()).Wrap(routePayments, http.HandlerFunc(newAPI(store).createPayment))
 		benchmarkPayments(b, h)
 	})
 	b.Run("unprotected", func(b *testing.B) {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"time"
+
+	"github.com/idemkit/idem/server"
 )
 
 // PayPal REST APIs, from the published documentation. The create-order
@@ -108,7 +110,7 @@ func paypalDialect() Dialect {
 		keyReused: func(w http.ResponseWriter) { paypalInProgress(w, 0) },
 		// Chosen: no page covers the store being down; the project's 503
 		// problem says the request did not run.
-		storeUnavailable: writeStoreUnavailable,
+		storeUnavailable: server.WriteStoreUnavailable,
 		// https://developer.paypal.com/api/rest/responses/: "201 Created — A
 		// POST method successfully created a resource. If the resource was
 		// already created by a previous execution of the same method, for

@@ -3,6 +3,8 @@ package testserver
 import (
 	"net/http"
 	"time"
+
+	"github.com/idemkit/idem/server"
 )
 
 // Square, from its published documentation; CreatePayment is the call
@@ -68,14 +70,14 @@ func squareDialect() Dialect {
 		// EXPECTED_JSON_BODY ("the request body is not a JSON object"), all
 		// 400. Chosen: INVALID_VALUE for a key given twice.
 		invalidKey: func(w http.ResponseWriter, err error) {
-			switch problemOf(err) {
-			case keyTooLong:
+			switch server.ProblemOf(err) {
+			case server.KeyTooLong:
 				writeSquareError(w, http.StatusBadRequest, "VALUE_TOO_LONG", err.Error(), squareKeyField)
-			case keyEmpty:
+			case server.KeyEmpty:
 				writeSquareError(w, http.StatusBadRequest, "VALUE_TOO_SHORT", err.Error(), squareKeyField)
-			case keyNotString:
+			case server.KeyNotString:
 				writeSquareError(w, http.StatusBadRequest, "EXPECTED_STRING", err.Error(), squareKeyField)
-			case bodyNotObject:
+			case server.BodyNotObject:
 				writeSquareError(w, http.StatusBadRequest, "EXPECTED_JSON_BODY", err.Error(), "")
 			default:
 				writeSquareError(w, http.StatusBadRequest, "INVALID_VALUE", err.Error(), squareKeyField)
@@ -102,7 +104,7 @@ func squareDialect() Dialect {
 		},
 		// Chosen: no page covers the store being down; the project's 503
 		// problem says the request did not run.
-		storeUnavailable: writeStoreUnavailable,
+		storeUnavailable: server.WriteStoreUnavailable,
 		// https://developer.squareup.com/docs/working-with-apis/idempotency:
 		// "the endpoint returns the response as the first successful
 		// CreatePayment response" — the same response, with no marker.

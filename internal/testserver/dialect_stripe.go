@@ -3,6 +3,8 @@ package testserver
 import (
 	"net/http"
 	"time"
+
+	"github.com/idemkit/idem/server"
 )
 
 // Stripe API v1, from its published documentation. Every rule cites its
@@ -102,7 +104,7 @@ func stripeDialect() Dialect {
 		},
 		// Chosen: no page covers the store being down; the project's 503
 		// problem says the request did not run.
-		storeUnavailable: writeStoreUnavailable,
+		storeUnavailable: server.WriteStoreUnavailable,
 		replayed:         noReplayMarker,
 	}
 }

@@ -18,8 +18,9 @@ const DefaultDialect = "idem"
 // the key travels, its limits, how each protocol answer is written and
 // which answers are final. The protocol core (reservation, fencing,
 // leases, stores) is the same for every dialect; only what the client sees
-// changes. Get one with LookupDialect: the answer writers are built in,
-// so a Dialect assembled by hand has none and is ignored by WithDialect.
+// changes, through package server's key and answer options. Get one with
+// LookupDialect: the answer writers are built in, so a Dialect assembled
+// by hand has none.
 type Dialect struct {
 	// Name is how the dialect is chosen (--dialect, WithServerDialect).
 	Name string
@@ -88,12 +89,6 @@ func LookupDialect(name string) (Dialect, error) {
 		}
 	}
 	return Dialect{}, fmt.Errorf("unknown dialect %q (known: %s)", name, strings.Join(DialectNames(), ", "))
-}
-
-// usable reports whether d carries the built-in answer writers.
-func (d *Dialect) usable() bool {
-	return d.missingKey != nil && d.invalidKey != nil && d.inProgress != nil && d.keyReused != nil &&
-		d.storeUnavailable != nil && d.replayed != nil
 }
 
 // noReplayMarker leaves a replay looking like the first answer, for

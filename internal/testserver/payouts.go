@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/idemkit/idem/server"
 )
 
 // Operation kinds and statuses.
@@ -79,7 +81,7 @@ func (a *paymentsAPI) createPayout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp.Header.Set("Location", "/v1/operations/"+op.ID)
-	resp.Header.Set("Retry-After", strconv.Itoa(retryAfterSeconds(remaining)))
+	resp.Header.Set("Retry-After", strconv.Itoa(server.RetryAfterSeconds(remaining)))
 	resp.ResourceID = op.ID
 	a.commit(w, r, resp, func(ctx context.Context, c *Completion) error {
 		return a.store.CreateOperation(ctx, op, c)
@@ -100,7 +102,7 @@ func (a *paymentsAPI) getOperation(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, remaining := describeOperation(op, a.now())
 	if remaining > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(remaining)))
+		w.Header().Set("Retry-After", strconv.Itoa(server.RetryAfterSeconds(remaining)))
 	}
 	a.writeJSON(w, http.StatusOK, doc)
 }

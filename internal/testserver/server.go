@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemkit/idem/server"
 )
 
 // Routes the idempotency layer guards; they are also the route part of a
@@ -219,9 +221,9 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		payoutDelay: cfg.payoutDelay,
 		logger:      cfg.logger,
 	}
-	idem := NewIdempotency(s.store, WithDialect(dialect),
-		WithLease(cfg.lease), WithRetention(cfg.retention), WithStore5xx(cfg.store5xx),
-		WithMaxBody(cfg.maxBody), WithLogger(cfg.logger))
+	idem := newIdempotency(s.store, dialect,
+		server.WithLease(cfg.lease), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
+		server.WithMaxBody(cfg.maxBody), server.WithLogger(cfg.logger))
 	guard := func(route string, h http.HandlerFunc) http.Handler {
 		inner := s.faults.outside(idem.Wrap(route, s.faults.inside(h)), cfg.logger)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -70,9 +70,6 @@ func TestUnavailableIsNeverFinalEvenWithStore5xx(t *testing.T) {
 // holdsReservation reports whether key is reserved, not completed, in the
 // memory store of s.
 func holdsReservation(s *Server, scope Scope, key string) bool {
-	store := s.Store().(*MemoryStore)
-	store.mu.Lock()
-	defer store.mu.Unlock()
-	rec, ok := store.records[scope][key]
-	return ok && !rec.completed
+	rec, err := s.Store().(*MemoryStore).Lookup(context.Background(), scope, key)
+	return err == nil && rec != nil && rec.State == StateReserved
 }

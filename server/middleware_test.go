@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 const paymentBody = `{"amount":1000,"currency":"EUR","reference":"order-42"}`
@@ -27,7 +27,7 @@ func TestMissingKeyIsRejected(t *testing.T) {
 	h := &countingHandler{}
 	rec := serve(r.idem.Wrap(paymentsRoute, h), call{method: http.MethodPost, route: paymentsRoute, body: paymentBody})
 	assert.Equal(t, http.StatusBadRequest, rec.Code)
-	assert.Equal(t, testserver.ProblemMissingKey, problemType(t, rec))
+	assert.Equal(t, server.ProblemMissingKey, problemType(t, rec))
 	assert.Zero(t, h.runs())
 }
 
@@ -55,7 +55,7 @@ func TestMalformedKeyIsRejected(t *testing.T) {
 			c.keys = keys
 			rec := serve(r.idem.Wrap(paymentsRoute, h), c)
 			assert.Equal(t, http.StatusBadRequest, rec.Code)
-			assert.Equal(t, testserver.ProblemInvalidKey, problemType(t, rec))
+			assert.Equal(t, server.ProblemInvalidKey, problemType(t, rec))
 			assert.Zero(t, h.runs())
 		})
 	}
@@ -84,25 +84,25 @@ func TestFirstRequestRunsTheHandlerAndStoresTheAnswer(t *testing.T) {
 	require.Equal(t, http.StatusCreated, rec.Code)
 	assert.Equal(t, 1, h.runs())
 	assert.False(t, replayed(rec), "a first answer is not a replay")
-	assert.Empty(t, rec.Header().Get(testserver.ResourceIDHeader), "the resource id header is for the layer only")
+	assert.Empty(t, rec.Header().Get(server.ResourceIDHeader), "the resource id header is for the layer only")
 	assert.Equal(t, "trace-1", rec.Header().Get("X-Trace"), "the first answer carries every handler header")
 	assert.JSONEq(t, `{"id":"pay_1","run":1,"echo":`+fmt.Sprintf("%q", paymentBody)+`}`, rec.Body.String(),
 		"the handler reads the body the client sent")
 
-	scope := testserver.Scope{Principal: testserver.AnonymousPrincipal, Method: http.MethodPost, Route: paymentsRoute}
-	_, stored, err := r.store.Reserve(t.Context(), scope, "key-1", testserver.Fingerprint(http.MethodPost, paymentsRoute, []byte(paymentBody)), time.Minute)
+	scope := server.Scope{Principal: server.AnonymousPrincipal, Method: http.MethodPost, Route: paymentsRoute}
+	_, stored, err := r.store.Reserve(t.Context(), scope, "key-1", server.Fingerprint(http.MethodPost, paymentsRoute, []byte(paymentBody)), time.Minute)
 	require.NoError(t, err)
 	require.NotNil(t, stored)
-	assert.Equal(t, testserver.StateCompleted, stored.State)
+	assert.Equal(t, server.StateCompleted, stored.State)
 	require.NotNil(t, stored.Response)
 	assert.Equal(t, "pay_1", stored.Response.ResourceID)
 	assert.Equal(t, rec.Body.Bytes(), stored.Response.Body)
-	assert.Equal(t, r.clock.Now().Add(testserver.DefaultRetention), stored.ExpiresAt)
+	assert.Equal(t, r.clock.Now().Add(server.DefaultRetention), stored.ExpiresAt)
 }
 
 func TestReplayIsByteIdentical(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testserver.WithStoredHeaders("x-request-cost"))
+	r := newRig(t, server.WithStoredHeaders("x-request-cost"))
 	h := &countingHandler{}
 	wrapped := r.idem.Wrap(paymentsRoute, h)
 
@@ -117,7 +117,7 @@ func TestReplayIsByteIdentical(t *testing.T) {
 			assert.Equal(t, first.Header().Values(name), again.Header().Values(name), name)
 		}
 		assert.Empty(t, again.Header().Get("X-Trace"), "headers not marked are not stored")
-		assert.Empty(t, again.Header().Get(testserver.ResourceIDHeader))
+		assert.Empty(t, again.Header().Get(server.ResourceIDHeader))
 	}
 	assert.Equal(t, 1, h.runs())
 }
@@ -147,7 +147,7 @@ func TestDifferentPayloadUnderTheSameKeyIsRejected(t *testing.T) {
 
 		rec := serve(wrapped, post("key-1", `{"amount":9999,"currency":"EUR"}`))
 		assert.Equal(t, http.StatusUnprocessableEntity, rec.Code)
-		assert.Equal(t, testserver.ProblemKeyReused, problemType(t, rec))
+		assert.Equal(t, server.ProblemKeyReused, problemType(t, rec))
 		assert.Equal(t, 1, h.runs())
 	})
 	t.Run("while executing", func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestDifferentPayloadUnderTheSameKeyIsRejected(t *testing.T) {
 
 		rec := serve(wrapped, post("key-1", `{"amount":9999,"currency":"EUR"}`))
 		assert.Equal(t, http.StatusUnprocessableEntity, rec.Code)
-		assert.Equal(t, testserver.ProblemKeyReused, problemType(t, rec))
+		assert.Equal(t, server.ProblemKeyReused, problemType(t, rec))
 		close(h.release)
 		assert.Equal(t, http.StatusCreated, (<-done).Code)
 	})
@@ -170,11 +170,11 @@ func TestDifferentPayloadUnderTheSameKeyIsRejected(t *testing.T) {
 func TestConcurrentRetryIsAnsweredInProgress(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
-		opts       []testserver.IdempotencyOption
+		opts       []server.Option
 		retryAfter string
 	}{
 		"default":    {nil, "1"},
-		"configured": {[]testserver.IdempotencyOption{testserver.WithInProgressRetryAfter(3 * time.Second)}, "3"},
+		"configured": {[]server.Option{server.WithInProgressRetryAfter(3 * time.Second)}, "3"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -187,7 +187,7 @@ func TestConcurrentRetryIsAnsweredInProgress(t *testing.T) {
 
 			rec := serve(wrapped, post("key-1", paymentBody))
 			assert.Equal(t, http.StatusConflict, rec.Code)
-			assert.Equal(t, testserver.ProblemInProgress, problemType(t, rec))
+			assert.Equal(t, server.ProblemInProgress, problemType(t, rec))
 			assert.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"))
 
 			close(h.release)
@@ -204,10 +204,10 @@ func TestConcurrentRetryIsAnsweredInProgress(t *testing.T) {
 func TestUnreachableStoreFailsClosed(t *testing.T) {
 	t.Parallel()
 	h := &countingHandler{}
-	idem := testserver.NewIdempotency(brokenStore{Store: testserver.NewMemoryStore()})
+	idem := mustNew(t, brokenStore{Store: server.NewMemoryStore()})
 	rec := serve(idem.Wrap(paymentsRoute, h), post("key-1", paymentBody))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	assert.Equal(t, testserver.ProblemStoreUnavailable, problemType(t, rec))
+	assert.Equal(t, server.ProblemStoreUnavailable, problemType(t, rec))
 	assert.NotEmpty(t, rec.Header().Get("Retry-After"))
 	assert.Zero(t, h.runs(), "the handler must never run without a reservation")
 }
@@ -264,7 +264,7 @@ func TestServerErrorsReleaseTheKeyByDefault(t *testing.T) {
 
 func TestServerErrorsAreStoredWithStore5xx(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testserver.WithStore5xx(true))
+	r := newRig(t, server.WithStore5xx(true))
 	h := &statusHandler{status: http.StatusBadGateway}
 	wrapped := r.idem.Wrap(paymentsRoute, h)
 	first := serve(wrapped, post("key-1", paymentBody))
@@ -283,7 +283,7 @@ func TestPanicReleasesTheKeyAndAnswers500(t *testing.T) {
 	for range 2 {
 		rec := serve(wrapped, post("key-1", paymentBody))
 		assert.Equal(t, http.StatusInternalServerError, rec.Code)
-		assert.Equal(t, testserver.ProblemInternal, problemType(t, rec))
+		assert.Equal(t, server.ProblemInternal, problemType(t, rec))
 		assert.False(t, replayed(rec))
 	}
 	assert.EqualValues(t, 2, h.calls.Load(), "a panic must not keep the key")
@@ -292,13 +292,13 @@ func TestPanicReleasesTheKeyAndAnswers500(t *testing.T) {
 
 func TestPanicIsStoredWithStore5xx(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testserver.WithStore5xx(true))
+	r := newRig(t, server.WithStore5xx(true))
 	h := &panicHandler{}
 	wrapped := r.idem.Wrap(paymentsRoute, h)
 	serve(wrapped, post("key-1", paymentBody))
 	again := serve(wrapped, post("key-1", paymentBody))
 	assert.Equal(t, http.StatusInternalServerError, again.Code)
-	assert.Equal(t, testserver.ProblemInternal, problemType(t, again))
+	assert.Equal(t, server.ProblemInternal, problemType(t, again))
 	assert.True(t, replayed(again))
 	assert.EqualValues(t, 1, h.calls.Load())
 }
@@ -319,7 +319,7 @@ func TestAbortHandlerPanicReleasesTheKeyAndAborts(t *testing.T) {
 
 func TestKeyPastRetentionIsNew(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testserver.WithRetention(time.Hour))
+	r := newRig(t, server.WithRetention(time.Hour))
 	h := &countingHandler{}
 	wrapped := r.idem.Wrap(paymentsRoute, h)
 	require.Equal(t, http.StatusCreated, serve(wrapped, post("key-1", paymentBody)).Code)
@@ -360,22 +360,22 @@ func TestUnguardedMethodsPassThroughUntouched(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions} {
 		t.Run(method, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, testserver.WithMaxBody(4))
+			r := newRig(t, server.WithMaxBody(4))
 			var sawBody string
 			var sawHeld bool
 			wrapped := r.idem.Wrap(paymentsRoute, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				b := make([]byte, 64)
 				n, _ := req.Body.Read(b)
 				sawBody = string(b[:n])
-				_, sawHeld = testserver.HeldFrom(req.Context())
-				w.Header().Set(testserver.ResourceIDHeader, "kept")
+				_, sawHeld = server.HeldFrom(req.Context())
+				w.Header().Set(server.ResourceIDHeader, "kept")
 				w.WriteHeader(http.StatusTeapot)
 			}))
 			c := call{method: method, route: paymentsRoute, body: "a body longer than the limit", token: "tok"}
 			for range 2 {
 				rec := serve(wrapped, c)
 				assert.Equal(t, http.StatusTeapot, rec.Code)
-				assert.Equal(t, "kept", rec.Header().Get(testserver.ResourceIDHeader), "the answer is not rewritten")
+				assert.Equal(t, "kept", rec.Header().Get(server.ResourceIDHeader), "the answer is not rewritten")
 				assert.False(t, replayed(rec))
 			}
 			assert.Equal(t, "a body longer than the limit", sawBody)
@@ -393,20 +393,20 @@ func TestMalformedAuthorizationIsUnauthorized(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r.idem.Wrap(paymentsRoute, h).ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusUnauthorized, rec.Code)
-	assert.Equal(t, testserver.ProblemUnauthorized, problemType(t, rec))
+	assert.Equal(t, server.ProblemUnauthorized, problemType(t, rec))
 	assert.Zero(t, h.runs())
 }
 
 func TestBodyTooLargeIsRejectedAndNotStored(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testserver.WithMaxBody(int64(len(paymentBody))))
+	r := newRig(t, server.WithMaxBody(int64(len(paymentBody))))
 	h := &countingHandler{}
 	wrapped := r.idem.Wrap(paymentsRoute, h)
 
 	big := post("key-1", paymentBody+" ")
 	rec := serve(wrapped, big)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
-	assert.Equal(t, testserver.ProblemBodyTooLarge, problemType(t, rec))
+	assert.Equal(t, server.ProblemBodyTooLarge, problemType(t, rec))
 
 	// Without a Content-Length the limit is enforced while reading.
 	req := big.request()
@@ -492,7 +492,7 @@ func TestConcurrentSameKeyRunsTheHandlerOnce(t *testing.T) {
 				original = rec.Body.String()
 			}
 		case http.StatusConflict:
-			assert.Equal(t, testserver.ProblemInProgress, problemType(t, rec))
+			assert.Equal(t, server.ProblemInProgress, problemType(t, rec))
 			assert.NotEmpty(t, rec.Header().Get("Retry-After"))
 		default:
 			t.Errorf("unexpected answer %d: %s", rec.Code, rec.Body)
@@ -508,7 +508,7 @@ func TestConcurrentSameKeyRunsTheHandlerOnce(t *testing.T) {
 
 func TestStaleOwnerCannotOverwriteTheTakeover(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, testserver.WithLease(10*time.Second))
+	r := newRig(t, server.WithLease(10*time.Second))
 	h := newBlockingHandler()
 	wrapped := r.idem.Wrap(paymentsRoute, h)
 
@@ -539,23 +539,24 @@ func TestHandlerCompletingTheKeyItselfIsNotCompletedTwice(t *testing.T) {
 	var calls int
 	wrapped := r.idem.Wrap(paymentsRoute, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		calls++
-		held, ok := testserver.HeldFrom(req.Context())
+		held, ok := server.HeldFrom(req.Context())
 		require.True(t, ok, "a guarded handler holds the reservation")
 		assert.Equal(t, "key-1", held.Reservation.Key)
-		assert.Equal(t, testserver.DefaultRetention, held.Retention)
-		p := testserver.Payment{ID: "pay_x", Principal: held.Reservation.Scope.Principal, Amount: 1000, Currency: "EUR", Status: "succeeded"}
-		resp := testserver.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"pay_x"}`), ResourceID: p.ID}
-		require.NoError(t, r.store.CreatePayment(req.Context(), p, held.Completion(resp)))
+		assert.Equal(t, server.DefaultRetention, held.Retention)
+		resp := server.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"pay_x"}`), ResourceID: "pay_x"}
+		var effects int
+		require.NoError(t, r.store.CompleteFunc(req.Context(), *held.Completion(resp), func() error { effects++; return nil }))
+		require.Equal(t, 1, effects)
 		held.MarkCompleted()
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set(testserver.ResourceIDHeader, p.ID)
+		w.Header().Set(server.ResourceIDHeader, "pay_x")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(resp.Body)
 	}))
 
 	first := serve(wrapped, post("key-1", paymentBody))
 	require.Equal(t, http.StatusCreated, first.Code)
-	assert.Empty(t, first.Header().Get(testserver.ResourceIDHeader))
+	assert.Empty(t, first.Header().Get(server.ResourceIDHeader))
 	again := serve(wrapped, post("key-1", paymentBody))
 	assert.True(t, replayed(again))
 	assert.Equal(t, first.Body.String(), again.Body.String())
@@ -584,9 +585,9 @@ func TestKeyIsSettledWhenTheClientGoesAway(t *testing.T) {
 func TestStoreFailureOnCompleteStillAnswers(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
-	store := testserver.NewMemoryStore()
-	idem := testserver.NewIdempotency(failingCompleteStore{Store: store},
-		testserver.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	store := server.NewMemoryStore()
+	idem := mustNew(t, failingCompleteStore{Store: store},
+		server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	h := &countingHandler{}
 	wrapped := idem.Wrap(paymentsRoute, h)
 
@@ -634,12 +635,12 @@ func TestLogsNeverCarryTheKeyOrTheBody(t *testing.T) {
 
 func TestAccessors(t *testing.T) {
 	t.Parallel()
-	idem := testserver.NewIdempotency(testserver.NewMemoryStore())
-	assert.Equal(t, testserver.DefaultLease, idem.Lease())
-	assert.Equal(t, testserver.DefaultRetention, idem.Retention())
+	idem := mustNew(t, server.NewMemoryStore())
+	assert.Equal(t, server.DefaultLease, idem.Lease())
+	assert.Equal(t, server.DefaultRetention, idem.Retention())
 
-	idem = testserver.NewIdempotency(testserver.NewMemoryStore(),
-		testserver.WithLease(5*time.Second), testserver.WithRetention(time.Hour), testserver.WithLease(-1))
+	idem = mustNew(t, server.NewMemoryStore(),
+		server.WithLease(5*time.Second), server.WithRetention(time.Hour), server.WithLease(-1))
 	assert.Equal(t, 5*time.Second, idem.Lease(), "a non-positive lease keeps the previous value")
 	assert.Equal(t, time.Hour, idem.Retention())
 }
@@ -655,7 +656,7 @@ func TestImpossibleStatusIsAnsweredAsPanic(t *testing.T) {
 	for range 2 {
 		rec := serve(wrapped, post("key-1", paymentBody))
 		assert.Equal(t, http.StatusInternalServerError, rec.Code)
-		assert.Equal(t, testserver.ProblemInternal, problemType(t, rec))
+		assert.Equal(t, server.ProblemInternal, problemType(t, rec))
 	}
 	assert.Equal(t, 2, calls, "the key was released")
 }

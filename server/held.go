@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"time"
 )
 
-// Held is the reservation the idempotency layer holds for the request being
-// handled. A handler that makes an effect through the Store passes
-// Completion(resp) to CreatePayment/CreateOperation so the effect and the
-// key's completion commit together, then calls MarkCompleted so the layer
-// does not complete the key a second time.
+// Held is the reservation the idempotency layer holds for the request
+// being handled (HeldFrom). A handler whose effect lives in the same
+// database as the keys commits the two together: it passes Completion(resp)
+// to the store's transactional hook (pgstore.Store.CompleteTx inside its
+// own transaction, MemoryStore.CompleteFunc), answers resp, then calls
+// MarkCompleted so the layer does not complete the key a second time. A
+// crash then keeps both the effect and its answer, or neither.
 type Held struct {
 	Reservation Reservation
 	Retention   time.Duration

@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"errors"
@@ -12,9 +12,8 @@ const MaxKeyLength = 255
 // Errors ParseKey returns. Callers match them with errors.Is; the wrapped
 // error carries a detail fit for a problem document.
 var (
-	// ErrMissingKey means the request carries no key: no Idempotency-Key
-	// header in the default dialect, no key header or body member in the
-	// others (see Dialect).
+	// ErrMissingKey means the request carries no key: no key header, or
+	// no key member in the body (WithKeyField).
 	ErrMissingKey = errors.New("missing Idempotency-Key header: this route requires one")
 	// ErrInvalidKey means the Idempotency-Key header is malformed.
 	ErrInvalidKey = errors.New("malformed Idempotency-Key header")

@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 func BenchmarkFingerprintJSON(b *testing.B) {
@@ -14,7 +14,7 @@ func BenchmarkFingerprintJSON(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		testserver.Fingerprint(http.MethodPost, paymentsRoute, body)
+		server.Fingerprint(http.MethodPost, paymentsRoute, body)
 	}
 }
 
@@ -23,12 +23,12 @@ func BenchmarkFingerprintRaw(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		testserver.Fingerprint(http.MethodPost, paymentsRoute, body)
+		server.Fingerprint(http.MethodPost, paymentsRoute, body)
 	}
 }
 
 func BenchmarkMiddlewareFirstRequest(b *testing.B) {
-	idem := testserver.NewIdempotency(testserver.NewMemoryStore())
+	idem := mustNew(b, server.NewMemoryStore())
 	wrapped := idem.Wrap(paymentsRoute, &countingHandler{})
 	b.ReportAllocs()
 	i := 0
@@ -43,7 +43,7 @@ func BenchmarkMiddlewareFirstRequest(b *testing.B) {
 }
 
 func BenchmarkMiddlewareReplay(b *testing.B) {
-	idem := testserver.NewIdempotency(testserver.NewMemoryStore())
+	idem := mustNew(b, server.NewMemoryStore())
 	wrapped := idem.Wrap(paymentsRoute, &countingHandler{})
 	wrapped.ServeHTTP(httptest.NewRecorder(), post("key-1", paymentBody).request())
 	b.ReportAllocs()

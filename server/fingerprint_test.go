@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"bytes"
@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 func fp(body string) string {
-	return testserver.Fingerprint(http.MethodPost, paymentsRoute, []byte(body))
+	return server.Fingerprint(http.MethodPost, paymentsRoute, []byte(body))
 }
 
 func TestFingerprintIsHexSHA256(t *testing.T) {
@@ -51,11 +51,11 @@ func TestFingerprintDistinguishes(t *testing.T) {
 		"array order swapped":   fp(`[2,1]`),
 		"empty body":            fp(``),
 		"not JSON":              fp(`amount=1000`),
-		"other method":          testserver.Fingerprint(http.MethodPatch, paymentsRoute, []byte(`{"amount":1000}`)),
-		"other route":           testserver.Fingerprint(http.MethodPost, "/v1/refunds", []byte(`{"amount":1000}`)),
-		"boundary shifted":      testserver.Fingerprint("POST/v1", "/payments", []byte(`{"amount":1000}`)),
-		"route into body":       testserver.Fingerprint(http.MethodPost, "/v1/payments1", []byte(`0`)),
-		"route into body, base": testserver.Fingerprint(http.MethodPost, "/v1/payments", []byte(`10`)),
+		"other method":          server.Fingerprint(http.MethodPatch, paymentsRoute, []byte(`{"amount":1000}`)),
+		"other route":           server.Fingerprint(http.MethodPost, "/v1/refunds", []byte(`{"amount":1000}`)),
+		"boundary shifted":      server.Fingerprint("POST/v1", "/payments", []byte(`{"amount":1000}`)),
+		"route into body":       server.Fingerprint(http.MethodPost, "/v1/payments1", []byte(`0`)),
+		"route into body, base": server.Fingerprint(http.MethodPost, "/v1/payments", []byte(`10`)),
 	}
 	seen := make(map[string]string)
 	for name, sum := range distinct {
@@ -112,6 +112,6 @@ func TestFingerprintLayoutIsStable(t *testing.T) {
 		{"POST", "/v1/payments", "", "4bad0b33a85cd6f18b35489b1611051831d46b40275a3f3a0c1dd4211430f7f0"},
 		{"POST", "/v1/payments", `{"amount":9007199254740993}`, "f89afdf7ca286374dac7872be29890e373ebd92f10f994ad4aeed52d6dfdc68b"},
 	} {
-		assert.Equal(t, c.want, testserver.Fingerprint(c.method, c.route, []byte(c.body)), "%s %s %q", c.method, c.route, c.body)
+		assert.Equal(t, c.want, server.Fingerprint(c.method, c.route, []byte(c.body)), "%s %s %q", c.method, c.route, c.body)
 	}
 }

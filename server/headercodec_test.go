@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 func TestHeaderCodecRoundTrips(t *testing.T) {
@@ -23,9 +23,9 @@ func TestHeaderCodecRoundTrips(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := testserver.EncodeHeader(h)
+			b, err := server.EncodeHeader(h)
 			require.NoError(t, err)
-			got, err := testserver.DecodeHeader(b)
+			got, err := server.DecodeHeader(b)
 			require.NoError(t, err)
 			assert.Equal(t, len(h), len(got))
 			for k, vs := range h {
@@ -42,11 +42,11 @@ func TestHeaderCodecRoundTrips(t *testing.T) {
 // without headers replays without them.
 func TestHeaderCodecNil(t *testing.T) {
 	t.Parallel()
-	b, err := testserver.EncodeHeader(nil)
+	b, err := server.EncodeHeader(nil)
 	require.NoError(t, err)
 	assert.Nil(t, b)
 	for _, empty := range [][]byte{nil, {}} {
-		h, err := testserver.DecodeHeader(empty)
+		h, err := server.DecodeHeader(empty)
 		require.NoError(t, err)
 		assert.Nil(t, h)
 	}
@@ -54,7 +54,7 @@ func TestHeaderCodecNil(t *testing.T) {
 
 func TestDecodeHeaderRejectsCorruptBytes(t *testing.T) {
 	t.Parallel()
-	valid, err := testserver.EncodeHeader(http.Header{"Content-Type": {"application/json"}})
+	valid, err := server.EncodeHeader(http.Header{"Content-Type": {"application/json"}})
 	require.NoError(t, err)
 	for name, b := range map[string][]byte{
 		"garbage":   []byte("not a header"),
@@ -63,7 +63,7 @@ func TestDecodeHeaderRejectsCorruptBytes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			h, err := testserver.DecodeHeader(b)
+			h, err := server.DecodeHeader(b)
 			assert.ErrorContains(t, err, "corrupt")
 			assert.Nil(t, h)
 		})
@@ -79,13 +79,13 @@ func FuzzHeaderCodec(f *testing.F) {
 	f.Add("Set-Cookie", "a=1", "b=2", []byte{})
 	f.Fuzz(func(t *testing.T, name, first, second string, stored []byte) {
 		want := http.Header{name: {first, second}}
-		b, err := testserver.EncodeHeader(want)
+		b, err := server.EncodeHeader(want)
 		require.NoError(t, err)
-		got, err := testserver.DecodeHeader(b)
+		got, err := server.DecodeHeader(b)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 
-		if h, err := testserver.DecodeHeader(stored); err != nil {
+		if h, err := server.DecodeHeader(stored); err != nil {
 			assert.Nil(t, h)
 		}
 	})

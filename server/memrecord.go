@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"encoding/binary"
@@ -113,7 +113,7 @@ func appendString(b []byte, s string) []byte {
 
 // errCorruptResponse means bytes encodeResponse did not write; the store
 // only decodes what it encoded, so it is never expected.
-var errCorruptResponse = errors.New("testserver: corrupt stored response")
+var errCorruptResponse = errors.New("server: corrupt stored response")
 
 // decodeResponse reverses encodeResponse.
 func decodeResponse(b []byte) (Response, error) {

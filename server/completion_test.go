@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"net/http"
@@ -7,17 +7,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 func TestValidateCompletion(t *testing.T) {
 	t.Parallel()
-	completion := func(status int, retention time.Duration) testserver.Completion {
-		return testserver.Completion{Response: testserver.Response{Status: status}, Retention: retention}
+	completion := func(status int, retention time.Duration) server.Completion {
+		return server.Completion{Response: server.Response{Status: status}, Retention: retention}
 	}
 	for _, tc := range []struct {
 		name         string
-		c            testserver.Completion
+		c            server.Completion
 		minRetention time.Duration
 		wantErr      string
 	}{
@@ -35,7 +35,7 @@ func TestValidateCompletion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := testserver.ValidateCompletion(tc.c, tc.minRetention)
+			err := server.ValidateCompletion(tc.c, tc.minRetention)
 			if tc.wantErr == "" {
 				assert.NoError(t, err)
 				return

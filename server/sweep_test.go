@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // sweepCounter counts the Sweep calls a store receives and what they
 // deleted; with fail set every Sweep fails.
 type sweepCounter struct {
-	testserver.Store
+	server.Store
 	fail    bool
 	calls   atomic.Int32
 	deleted atomic.Int32
@@ -36,7 +36,7 @@ func (s *sweepCounter) Sweep(ctx context.Context, limit int) (int, error) {
 
 // expiredStore returns a memory store holding expired completed records
 // and one live record.
-func expiredStore(t *testing.T, expired int) *testserver.MemoryStore {
+func expiredStore(t *testing.T, expired int) *server.MemoryStore {
 	t.Helper()
 	s, clock := newClockedStore(t)
 	ctx := t.Context()
@@ -55,12 +55,12 @@ func expiredStore(t *testing.T, expired int) *testserver.MemoryStore {
 
 // startSweeper runs RunSweeper until the test ends and returns a channel
 // closed when it has returned.
-func startSweeper(t *testing.T, ctx context.Context, store testserver.Store, interval time.Duration, batch int, logger *slog.Logger) <-chan struct{} {
+func startSweeper(t *testing.T, ctx context.Context, store server.Store, interval time.Duration, batch int, logger *slog.Logger) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		testserver.RunSweeper(ctx, store, interval, batch, logger)
+		server.RunSweeper(ctx, store, interval, batch, logger)
 	}()
 	return done
 }
@@ -85,7 +85,7 @@ func TestSweeperDeletesExpiredRecordsInBatches(t *testing.T) {
 
 func TestSweeperRunsEveryIntervalAndSurvivesErrors(t *testing.T) {
 	t.Parallel()
-	store := &sweepCounter{Store: testserver.NewMemoryStore(), fail: true}
+	store := &sweepCounter{Store: server.NewMemoryStore(), fail: true}
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := startSweeper(t, ctx, store, time.Millisecond, 10, slog.New(slog.NewTextHandler(logs, nil)))

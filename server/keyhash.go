@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"log/slog"
@@ -27,8 +27,8 @@ const (
 // alwaysStoredHeaders are the response headers every replay needs.
 var alwaysStoredHeaders = []string{"Content-Type", "Location", "Retry-After"}
 
-// idempotencyConfig holds the options of an Idempotency layer.
-type idempotencyConfig struct {
+// config holds the options of a Middleware.
+type config struct {
 	lease                time.Duration
 	retention            time.Duration
 	store5xx             bool
@@ -36,43 +36,36 @@ type idempotencyConfig struct {
 	logger               *slog.Logger
 	inProgressRetryAfter time.Duration
 	storedHeaders        []string // canonical names
-	dialect              Dialect
-	// retentionSet and store5xxSet say the option was given, so the
-	// dialect's defaults do not override it.
-	retentionSet, store5xxSet bool
+	methods              map[string]bool
+	principal            PrincipalFunc
+	principalSecret      []byte
+	key                  keySource
+	answers              Answers
+	replayMismatch       bool
 }
 
-func defaultIdempotencyConfig() idempotencyConfig {
-	return idempotencyConfig{
+func defaultConfig() config {
+	return config{
 		lease:                DefaultLease,
 		retention:            DefaultRetention,
 		maxBody:              DefaultMaxBody,
 		logger:               slog.New(slog.DiscardHandler),
 		inProgressRetryAfter: DefaultInProgressRetryAfter,
 		storedHeaders:        canonicalHeaderNames(alwaysStoredHeaders),
-		dialect:              idemDialect(),
+		methods:              map[string]bool{http.MethodPost: true, http.MethodPatch: true},
+		key:                  keySource{header: KeyHeader, parseHeader: ParseKey, required: true},
+		answers:              ProblemAnswers{},
 	}
 }
 
-// applyDialectDefaults gives the dialect's retention and 5xx rule to the
-// options that were not set explicitly.
-func (c *idempotencyConfig) applyDialectDefaults() {
-	if !c.retentionSet && c.dialect.Retention > 0 {
-		c.retention = c.dialect.Retention
-	}
-	if !c.store5xxSet {
-		c.store5xx = c.dialect.Store5xx
-	}
-}
-
-// IdempotencyOption configures an Idempotency layer.
-type IdempotencyOption func(*idempotencyConfig)
+// Option configures a Middleware.
+type Option func(*config)
 
 // WithLease sets how long a reservation is held before a retry with the
 // same key may take it over (default 30 s). It should outlast the slowest
 // handler. A non-positive d is ignored.
-func WithLease(d time.Duration) IdempotencyOption {
-	return func(c *idempotencyConfig) {
+func WithLease(d time.Duration) Option {
+	return func(c *config) {
 		if d > 0 {
 			c.lease = d
 		}
@@ -81,11 +74,10 @@ func WithLease(d time.Duration) IdempotencyOption {
 
 // WithRetention sets how long a completed key is replayed (default 24 h).
 // A non-positive d is ignored.
-func WithRetention(d time.Duration) IdempotencyOption {
-	return func(c *idempotencyConfig) {
+func WithRetention(d time.Duration) Option {
+	return func(c *config) {
 		if d > 0 {
 			c.retention = d
-			c.retentionSet = true
 		}
 	}
 }
@@ -94,27 +86,15 @@ func WithRetention(d time.Duration) IdempotencyOption {
 // replayed (Stripe v1 style). By default the key is released so a retry
 // runs the handler again. A 503 is never stored: it says the request was
 // not taken on.
-func WithStore5xx(store bool) IdempotencyOption {
-	return func(c *idempotencyConfig) { c.store5xx, c.store5xxSet = store, true }
-}
-
-// WithDialect makes the layer speak d, from LookupDialect (default: the
-// "idem" dialect). Its retention and 5xx rule apply unless WithRetention
-// or WithStore5xx say otherwise. A Dialect built by hand carries none of
-// the answer writers and is ignored.
-func WithDialect(d Dialect) IdempotencyOption {
-	return func(c *idempotencyConfig) {
-		if d.usable() {
-			c.dialect = d
-		}
-	}
+func WithStore5xx(store bool) Option {
+	return func(c *config) { c.store5xx = store }
 }
 
 // WithMaxBody sets the largest request body the layer reads (default
 // 1 MiB); a larger one is answered 413 /body-too-large and nothing is
 // stored. A non-positive n is ignored.
-func WithMaxBody(n int64) IdempotencyOption {
-	return func(c *idempotencyConfig) {
+func WithMaxBody(n int64) Option {
+	return func(c *config) {
 		if n > 0 {
 			c.maxBody = n
 		}
@@ -122,9 +102,9 @@ func WithMaxBody(n int64) IdempotencyOption {
 }
 
 // WithLogger sets where the layer logs. Nil, the default, is silent.
-// Keys are logged as a short hash, bodies never.
-func WithLogger(l *slog.Logger) IdempotencyOption {
-	return func(c *idempotencyConfig) {
+// Keys are logged as a short hash (KeyHash), bodies never.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
 		if l == nil {
 			l = slog.New(slog.DiscardHandler)
 		}
@@ -134,8 +114,8 @@ func WithLogger(l *slog.Logger) IdempotencyOption {
 
 // WithInProgressRetryAfter sets the Retry-After of a 409 /in-progress
 // answer (default 1 s). A non-positive d is ignored.
-func WithInProgressRetryAfter(d time.Duration) IdempotencyOption {
-	return func(c *idempotencyConfig) {
+func WithInProgressRetryAfter(d time.Duration) Option {
+	return func(c *config) {
 		if d > 0 {
 			c.inProgressRetryAfter = d
 		}
@@ -143,11 +123,42 @@ func WithInProgressRetryAfter(d time.Duration) IdempotencyOption {
 }
 
 // WithStoredHeaders names response headers kept for replays in addition
-// to Content-Type, Location and Retry-After.
-func WithStoredHeaders(names ...string) IdempotencyOption {
-	return func(c *idempotencyConfig) {
+// to Content-Type, Location and Retry-After. Headers not named are sent
+// on the first answer only, so a Set-Cookie or a per-request id is never
+// handed to a retry.
+func WithStoredHeaders(names ...string) Option {
+	return func(c *config) {
 		c.storedHeaders = canonicalHeaderNames(append(alwaysStoredHeaders[:len(alwaysStoredHeaders):len(alwaysStoredHeaders)], names...))
 	}
+}
+
+// WithMethods sets which methods are guarded (default POST and PATCH).
+// Requests with any other method pass straight to the handler: GET, PUT
+// and DELETE are idempotent by definition.
+func WithMethods(methods ...string) Option {
+	return func(c *config) {
+		c.methods = make(map[string]bool, len(methods))
+		for _, m := range methods {
+			c.methods[m] = true
+		}
+	}
+}
+
+// WithAnswers sets how protocol answers (400, 409, 422, 503) are written
+// and how a replay is marked; the default is ProblemAnswers.
+func WithAnswers(a Answers) Option {
+	return func(c *config) {
+		if a != nil {
+			c.answers = a
+		}
+	}
+}
+
+// WithReplayOnMismatch answers a completed key sent with another payload
+// with the stored response instead of 422 /key-reused, for APIs whose
+// contract is the first request's result for the key alone.
+func WithReplayOnMismatch() Option {
+	return func(c *config) { c.replayMismatch = true }
 }
 
 // canonicalHeaderNames returns names in canonical form, without

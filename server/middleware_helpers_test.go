@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 const paymentsRoute = "/v1/payments"
@@ -43,21 +43,21 @@ func (b *syncBuffer) String() string {
 
 // rig is the idempotency layer over a memory store with a manual clock.
 type rig struct {
-	clock *testserver.ManualClock
-	store *testserver.MemoryStore
-	idem  *testserver.Idempotency
+	clock *manualClock
+	store *server.MemoryStore
+	idem  *server.Middleware
 	logs  *syncBuffer
 }
 
-func newRig(t *testing.T, opts ...testserver.IdempotencyOption) *rig {
+func newRig(t *testing.T, opts ...server.Option) *rig {
 	t.Helper()
-	clock := testserver.NewManualClock()
-	store := testserver.NewMemoryStore(testserver.WithClock(clock.Now))
+	clock := newManualClock()
+	store := server.NewMemoryStore(server.WithClock(clock.Now))
 	t.Cleanup(func() { _ = store.Close() })
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts = append([]testserver.IdempotencyOption{testserver.WithLogger(logger)}, opts...)
-	return &rig{clock: clock, store: store, idem: testserver.NewIdempotency(store, opts...), logs: logs}
+	opts = append([]server.Option{server.WithLogger(logger)}, opts...)
+	return &rig{clock: clock, store: store, idem: mustNew(t, store, opts...), logs: logs}
 }
 
 // call describes one request to a wrapped handler.
@@ -82,7 +82,7 @@ func (c call) request() *http.Request {
 		r.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	for _, k := range c.keys {
-		r.Header.Add(testserver.KeyHeader, k)
+		r.Header.Add(server.KeyHeader, k)
 	}
 	return r
 }
@@ -101,15 +101,15 @@ func problemType(t *testing.T, rec *httptest.ResponseRecorder) string {
 	if rec.Header().Get("Content-Type") != "application/problem+json" {
 		return ""
 	}
-	var p testserver.Problem
+	var p server.Problem
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p))
-	require.True(t, strings.HasPrefix(p.Type, testserver.ProblemTypePrefix), "problem type %q", p.Type)
+	require.True(t, strings.HasPrefix(p.Type, server.ProblemTypePrefix), "problem type %q", p.Type)
 	require.Equal(t, rec.Code, p.Status)
-	return strings.TrimPrefix(p.Type, testserver.ProblemTypePrefix)
+	return strings.TrimPrefix(p.Type, server.ProblemTypePrefix)
 }
 
 func replayed(rec *httptest.ResponseRecorder) bool {
-	return rec.Header().Get(testserver.ReplayedHeader) == "true"
+	return rec.Header().Get(server.ReplayedHeader) == "true"
 }
 
 // countingHandler answers 201 JSON naming how many times it ran, with a
@@ -124,7 +124,7 @@ func (h *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("pay_%d", n)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Location", paymentsRoute+"/"+id)
-	w.Header().Set(testserver.ResourceIDHeader, id)
+	w.Header().Set(server.ResourceIDHeader, id)
 	w.Header().Set("X-Request-Cost", "7")
 	w.Header().Set("X-Trace", fmt.Sprintf("trace-%d", n))
 	w.WriteHeader(http.StatusCreated)
@@ -199,21 +199,32 @@ func (h *blockingHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // brokenStore is a Store whose Reserve always fails, as when the database
 // is unreachable.
 type brokenStore struct {
-	testserver.Store
+	server.Store
 }
 
-func (brokenStore) Reserve(context.Context, testserver.Scope, string, string, time.Duration) (*testserver.Reservation, *testserver.Record, error) {
+func (brokenStore) Reserve(context.Context, server.Scope, string, string, time.Duration) (*server.Reservation, *server.Record, error) {
 	return nil, nil, errors.New("dial tcp 10.0.0.7:5432: connection refused")
 }
 
 // failingCompleteStore is a Store whose Complete fails.
 type failingCompleteStore struct {
-	testserver.Store
+	server.Store
 }
 
-func (failingCompleteStore) Complete(context.Context, testserver.Completion) error {
+func (failingCompleteStore) Complete(context.Context, server.Completion) error {
 	return errors.New("connection reset by peer")
 }
 
 // newBenchKey returns a distinct key for i.
 func newBenchKey(i int) string { return fmt.Sprintf("key-%d", i) }
+
+// testSecret keys the principal hash of every test layer.
+var testSecret = []byte("test principal secret")
+
+// mustNew is server.New with the test secret, failing t on error.
+func mustNew(t testing.TB, store server.Store, opts ...server.Option) *server.Middleware {
+	t.Helper()
+	m, err := server.New(store, append([]server.Option{server.WithPrincipalSecret(testSecret)}, opts...)...)
+	require.NoError(t, err)
+	return m
+}

@@ -1,4 +1,4 @@
-package testserver_test
+package server_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // quoteKey writes key as an RFC 8941 String, the draft's quoted form.
@@ -17,7 +17,7 @@ func quoteKey(key string) string {
 
 func TestParseKeyAccepts(t *testing.T) {
 	t.Parallel()
-	longest := strings.Repeat("k", testserver.MaxKeyLength)
+	longest := strings.Repeat("k", server.MaxKeyLength)
 	for _, tc := range []struct{ value, want string }{
 		{"6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44", "6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44"},
 		{`"6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44"`, "6f1c0e6a-3d8b-4b8e-9a51-7f0c2d1e9b44"},
@@ -33,7 +33,7 @@ func TestParseKeyAccepts(t *testing.T) {
 		{longest, longest},
 		{quoteKey(longest), longest},
 	} {
-		got, err := testserver.ParseKey([]string{tc.value})
+		got, err := server.ParseKey([]string{tc.value})
 		if assert.NoError(t, err, "value %q", tc.value) {
 			assert.Equal(t, tc.want, got, "value %q", tc.value)
 		}
@@ -42,10 +42,10 @@ func TestParseKeyAccepts(t *testing.T) {
 
 func TestParseKeyRejects(t *testing.T) {
 	t.Parallel()
-	_, err := testserver.ParseKey(nil)
-	assert.ErrorIs(t, err, testserver.ErrMissingKey)
-	_, err = testserver.ParseKey([]string{})
-	assert.ErrorIs(t, err, testserver.ErrMissingKey)
+	_, err := server.ParseKey(nil)
+	assert.ErrorIs(t, err, server.ErrMissingKey)
+	_, err = server.ParseKey([]string{})
+	assert.ErrorIs(t, err, server.ErrMissingKey)
 
 	for name, values := range map[string][]string{
 		"two values":        {"a", "b"},
@@ -53,8 +53,8 @@ func TestParseKeyRejects(t *testing.T) {
 		"empty":             {""},
 		"blank":             {" \t "},
 		"empty quoted":      {`""`},
-		"too long":          {strings.Repeat("k", testserver.MaxKeyLength+1)},
-		"too long quoted":   {quoteKey(strings.Repeat("k", testserver.MaxKeyLength+1))},
+		"too long":          {strings.Repeat("k", server.MaxKeyLength+1)},
+		"too long quoted":   {quoteKey(strings.Repeat("k", server.MaxKeyLength+1))},
 		"inner space":       {"a b"},
 		"space in quotes":   {`" a"`},
 		"tab":               {"a\tb"},
@@ -70,10 +70,10 @@ func TestParseKeyRejects(t *testing.T) {
 		"two quoted":        {`"a", "b"`},
 		"two lines merged":  {"a, b"},
 	} {
-		_, err := testserver.ParseKey(values)
+		_, err := server.ParseKey(values)
 		require.Error(t, err, name)
-		assert.ErrorIs(t, err, testserver.ErrInvalidKey, name)
-		assert.NotEqual(t, testserver.ErrInvalidKey.Error(), err.Error(), "%s: the error carries a detail", name)
+		assert.ErrorIs(t, err, server.ErrInvalidKey, name)
+		assert.NotEqual(t, server.ErrInvalidKey.Error(), err.Error(), "%s: the error carries a detail", name)
 	}
 }
 
@@ -85,24 +85,24 @@ func FuzzParseKey(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		key, err := testserver.ParseKey([]string{value})
+		key, err := server.ParseKey([]string{value})
 		if err != nil {
-			if !assert.ErrorIs(t, err, testserver.ErrInvalidKey) {
+			if !assert.ErrorIs(t, err, server.ErrInvalidKey) {
 				t.FailNow()
 			}
 			return
 		}
 		require.NotEmpty(t, key)
-		require.LessOrEqual(t, len(key), testserver.MaxKeyLength)
+		require.LessOrEqual(t, len(key), server.MaxKeyLength)
 		for i := 0; i < len(key); i++ {
 			require.True(t, key[i] >= 0x21 && key[i] <= 0x7e, "byte 0x%02x accepted", key[i])
 		}
 
-		quoted, err := testserver.ParseKey([]string{quoteKey(key)})
+		quoted, err := server.ParseKey([]string{quoteKey(key)})
 		require.NoError(t, err, "the quoted form of an accepted key must parse")
 		require.Equal(t, key, quoted)
 		if !strings.HasPrefix(key, `"`) { // a leading quote starts the quoted form
-			bare, err := testserver.ParseKey([]string{key})
+			bare, err := server.ParseKey([]string{key})
 			require.NoError(t, err)
 			require.Equal(t, key, bare)
 		}

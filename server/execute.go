@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 // execute runs next under the reservation, settles the key and answers
 // with the handler's response.
-func (m *Idempotency) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
+func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
 	held := &Held{Reservation: res, Retention: m.cfg.retention}
 	req := r.WithContext(WithHeld(r.Context(), held))
 	req.Body = newBufferedBody(body)
@@ -54,7 +54,7 @@ func (m *Idempotency) execute(w http.ResponseWriter, r *http.Request, next http.
 // settleContext bounds settling a key by the lease. The key is settled
 // even when the client has gone away: the handler ran, and its outcome
 // must not be lost with the connection.
-func (m *Idempotency) settleContext(r *http.Request) (context.Context, context.CancelFunc) {
+func (m *Middleware) settleContext(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(r.Context()), m.cfg.lease)
 }
 
@@ -83,7 +83,7 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 
 // settle stores the captured response as the key's final answer, or
 // releases the key so a retry runs the handler again.
-func (m *Idempotency) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
+func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
 	if !m.storable(c.status) {
 		m.release(ctx, res, log)
 		return
@@ -110,7 +110,7 @@ func (m *Idempotency) settle(ctx context.Context, c *captureWriter, res Reservat
 }
 
 // release frees the key so a retry runs the handler again.
-func (m *Idempotency) release(ctx context.Context, res Reservation, log *slog.Logger) {
+func (m *Middleware) release(ctx context.Context, res Reservation, log *slog.Logger) {
 	err := m.store.Release(ctx, res)
 	switch {
 	case errors.Is(err, ErrFenced):
@@ -128,7 +128,7 @@ func (m *Idempotency) release(ctx context.Context, res Reservation, log *slog.Lo
 // does 503, even with store5xx: it says the server could not take the
 // request on (RFC 9110 §15.6.4), and stored it would tell every retry to
 // retry again until the retention ends.
-func (m *Idempotency) storable(status int) bool {
+func (m *Middleware) storable(status int) bool {
 	switch {
 	case status == http.StatusServiceUnavailable:
 		return false

@@ -1,4 +1,4 @@
-package testserver
+package server
 
 import (
 	"errors"
@@ -22,42 +22,48 @@ const (
 	ResourceIDHeader = "Idempotency-Resource-Id"
 )
 
-// Idempotency is the server side of the idempotency protocol, as HTTP
+// Middleware is the server side of the idempotency protocol, as HTTP
 // middleware: it reserves the request's key before the handler runs,
 // stores the handler's answer, and replays it for every retry.
-type Idempotency struct {
+type Middleware struct {
 	store    Store
-	cfg      idempotencyConfig
+	cfg      config
 	captures capturePool
 }
 
-// NewIdempotency returns the idempotency layer over store.
-func NewIdempotency(store Store, opts ...IdempotencyOption) *Idempotency {
-	cfg := defaultIdempotencyConfig()
+// New returns the idempotency layer over store. Unless WithPrincipal says
+// otherwise, keys are scoped by bearer token, hashed with the secret of
+// WithPrincipalSecret, which is then required.
+func New(store Store, opts ...Option) (*Middleware, error) {
+	if store == nil {
+		return nil, errors.New("server: New needs a store")
+	}
+	cfg := defaultConfig()
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	cfg.applyDialectDefaults()
-	return &Idempotency{store: store, cfg: cfg}
+	if cfg.principal == nil {
+		if len(cfg.principalSecret) == 0 {
+			return nil, errors.New("server: WithPrincipalSecret is required unless WithPrincipal is given")
+		}
+		cfg.principal = BearerPrincipal(cfg.principalSecret)
+	}
+	return &Middleware{store: store, cfg: cfg}, nil
 }
 
 // Lease returns how long a reservation is held before takeover.
-func (m *Idempotency) Lease() time.Duration { return m.cfg.lease }
+func (m *Middleware) Lease() time.Duration { return m.cfg.lease }
 
 // Retention returns how long a completed key is replayed.
-func (m *Idempotency) Retention() time.Duration { return m.cfg.retention }
-
-// Dialect returns the dialect the layer speaks.
-func (m *Idempotency) Dialect() Dialect { return m.cfg.dialect }
+func (m *Middleware) Retention() time.Duration { return m.cfg.retention }
 
 // Wrap guards next, the handler of the operation at route (its pattern,
-// such as "/v1/payments"). POST and PATCH requests carry a key, in the
-// dialect's header or body field (a dialect that does not require one
-// lets a request without it run unguarded); every other method passes
-// straight to next.
-func (m *Idempotency) Wrap(route string, next http.Handler) http.Handler {
+// such as "/v1/payments", which is part of every key's scope). Requests
+// with a guarded method (WithMethods) carry a key; every other method
+// passes straight to next.
+func (m *Middleware) Wrap(route string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost && r.Method != http.MethodPatch {
+		if !m.cfg.methods[r.Method] {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -65,9 +71,30 @@ func (m *Idempotency) Wrap(route string, next http.Handler) http.Handler {
 	})
 }
 
-// serveGuarded runs the protocol for one POST or PATCH request.
-func (m *Idempotency) serveGuarded(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
-	principal, err := Principal(r)
+// Handler guards every route of next, a mux: the route part of a key's
+// scope is the pattern the request matched when next is an
+// *http.ServeMux, else its URL path. Wrap one route at a time to guard
+// only some.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	mux, _ := next.(*http.ServeMux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !m.cfg.methods[r.Method] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		route := r.URL.Path
+		if mux != nil {
+			if _, pattern := mux.Handler(r); pattern != "" {
+				route = pattern
+			}
+		}
+		m.serveGuarded(w, r, route, next)
+	})
+}
+
+// serveGuarded runs the protocol for one guarded request.
+func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
+	principal, err := m.cfg.principal(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		WriteProblem(w, http.StatusUnauthorized, ProblemUnauthorized, "Unauthorized", err.Error(), 0)
@@ -78,53 +105,48 @@ func (m *Idempotency) serveGuarded(w http.ResponseWriter, r *http.Request, route
 		return
 	}
 	if key == "" {
-		// The dialect does not require a key: the request runs as if the
-		// route were not guarded, and every retry executes again.
+		// The key is optional: the request runs as if the route were not
+		// guarded, and every retry executes again.
 		next.ServeHTTP(w, r)
 		return
 	}
-	d := &m.cfg.dialect
-	if d.echoKey {
-		w.Header().Set(d.KeyHeader, key)
+	if m.cfg.key.echo {
+		w.Header().Set(m.cfg.key.header, key)
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
 	fingerprint := Fingerprint(r.Method, route, body)
 	log := m.requestLogger(r, route, key)
+	ans := m.cfg.answers
 	res, rec, err := m.store.Reserve(r.Context(), scope, key, fingerprint, m.cfg.lease)
 	switch {
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
-		d.storeUnavailable(w)
+		ans.StoreUnavailable(w)
 	case res != nil:
 		m.execute(w, r, next, *res, body, log)
 	case rec == nil:
 		log.Error("idempotency store returned neither a reservation nor a record")
-		d.storeUnavailable(w)
-	case rec.Fingerprint != fingerprint && !d.ReplayMismatch:
-		d.keyReused(w)
+		ans.StoreUnavailable(w)
+	case rec.Fingerprint != fingerprint && !m.cfg.replayMismatch:
+		ans.KeyReused(w)
 	case rec.State == StateCompleted:
 		m.replay(w, rec, log)
 	default:
-		d.inProgress(w, m.cfg.inProgressRetryAfter)
+		ans.InProgress(w, m.cfg.inProgressRetryAfter)
 	}
 }
 
-// requestKey reads the request's key and body as the dialect says. ok is
-// false when it has answered (a refused key or body); an empty key with ok
-// true means there is none and the dialect lets the request run
-// unguarded, its body intact. A header dialect reads the key before the
-// body, so a refused key costs no body read; a body-field dialect hands
-// back the body without the key member.
-func (m *Idempotency) requestKey(w http.ResponseWriter, r *http.Request) (key string, body []byte, ok bool) {
-	d := &m.cfg.dialect
+// requestKey reads the request's key and body. ok is false when it has
+// answered (a refused key or body); an empty key with ok true means there
+// is none and the key is optional, the body intact. A header key is read
+// before the body, so a refused key costs no body read; a body key hands
+// back the body without it.
+func (m *Middleware) requestKey(w http.ResponseWriter, r *http.Request) (key string, body []byte, ok bool) {
+	src := &m.cfg.key
 	var err error
-	if d.KeyField == "" {
-		parse := d.parseKey
-		if parse == nil {
-			parse = plainHeaderKey
-		}
-		key, err = parse(d, r.Header.Values(d.KeyHeader))
+	if src.splitBody == nil {
+		key, err = src.parseHeader(r.Header.Values(src.header))
 		if err == nil {
 			body, ok = m.readGuardedBody(w, r)
 			return key, body, ok
@@ -134,18 +156,18 @@ func (m *Idempotency) requestKey(w http.ResponseWriter, r *http.Request) (key st
 			return "", nil, false
 		}
 		var rest []byte
-		if key, rest, err = bodyFieldKey(d, body); err == nil {
+		if key, rest, err = src.splitBody(body); err == nil {
 			return key, rest, true
 		}
 		r.Body = newBufferedBody(body) // for the unguarded run below
 	}
 	switch {
-	case errors.Is(err, ErrMissingKey) && !d.RequireKey:
+	case errors.Is(err, ErrMissingKey) && !src.required:
 		return "", nil, true
 	case errors.Is(err, ErrMissingKey):
-		d.missingKey(w, err)
+		m.cfg.answers.MissingKey(w, err)
 	default:
-		d.invalidKey(w, err)
+		m.cfg.answers.InvalidKey(w, err)
 	}
 	return "", nil, false
 }
@@ -154,7 +176,7 @@ func (m *Idempotency) requestKey(w http.ResponseWriter, r *http.Request) (key st
 // route and key hash. A logger that keeps nothing, even at Error, is
 // returned as is: building the attributes and hashing the key on every
 // request would be work thrown away.
-func (m *Idempotency) requestLogger(r *http.Request, route, key string) *slog.Logger {
+func (m *Middleware) requestLogger(r *http.Request, route, key string) *slog.Logger {
 	if !m.cfg.logger.Enabled(r.Context(), slog.LevelError) {
 		return m.cfg.logger
 	}
@@ -163,7 +185,7 @@ func (m *Idempotency) requestLogger(r *http.Request, route, key string) *slog.Lo
 
 // readGuardedBody reads the whole body within the size limit, answering
 // 413 or 400 itself when it cannot.
-func (m *Idempotency) readGuardedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (m *Middleware) readGuardedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, true
 	}
@@ -212,7 +234,7 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 }
 
 // replay answers with the stored response of a completed record.
-func (m *Idempotency) replay(w http.ResponseWriter, rec *Record, log *slog.Logger) {
+func (m *Middleware) replay(w http.ResponseWriter, rec *Record, log *slog.Logger) {
 	if rec.Response == nil {
 		log.Error("completed idempotency record has no response")
 		WriteProblem(w, http.StatusInternalServerError, ProblemInternal, "Internal server error", "", 0)
@@ -222,13 +244,7 @@ func (m *Idempotency) replay(w http.ResponseWriter, rec *Record, log *slog.Logge
 	for name, values := range rec.Response.Header {
 		h[name] = slices.Clone(values)
 	}
-	w.WriteHeader(m.cfg.dialect.replayed(h, rec.Response.Status))
+	w.WriteHeader(m.cfg.answers.Replayed(h, rec.Response.Status))
 	_, _ = w.Write(rec.Response.Body)
 	log.Debug("response replayed", "status", rec.Response.Status)
-}
-
-// writeStoreUnavailable answers 503: without the store no request may run.
-func writeStoreUnavailable(w http.ResponseWriter) {
-	WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Idempotency store unavailable",
-		"the request was not executed; retry later", storeUnavailableRetryAfter)
 }
