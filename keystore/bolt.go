@@ -25,8 +25,10 @@ import (
 // one commit instead of N, while a lone call commits at once with no added
 // wait. Each call still gets its own outcome.
 //
-// Damage that OpenBolt cannot see (a record that does not decode, a page
-// bbolt cannot read) is reported as ErrCorrupt by the call that meets it;
+// Damage that OpenBolt cannot see (a record that fails its checksum or
+// does not decode, a page bbolt cannot read) is reported as ErrCorrupt by
+// the call that meets it, never read as a changed record; List and Purge
+// pass over a damaged record and name it in a *CorruptRecordsError, and
 // the rest of the file stays usable.
 type Bolt struct {
 	db     *bolt.DB
@@ -237,9 +239,10 @@ func (b *Bolt) AdoptUpdate(ctx context.Context, r *Record) error {
 	return b.Update(ctx, r)
 }
 
-// List returns the records matching f, oldest first. A record that cannot
-// be decoded fails the whole call with ErrCorrupt naming its key, rather
-// than hiding an intent.
+// List returns the records matching f, oldest first. Records that cannot
+// be decoded (or fail their checksum) are left out and named in a
+// *CorruptRecordsError returned with the others: one damaged record
+// never hides the sound ones, and is never passed over in silence.
 func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -250,11 +253,14 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	defer release()
 	var out []*Record
+	var damaged corruptRecords
 	err = b.view(func(tx *bolt.Tx) error {
+		out, damaged = nil, corruptRecords{} // a retried view starts over
 		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
-				return err
+				damaged.add(string(k), err)
+				return nil
 			}
 			if f.matches(rec) {
 				out = append(out, rec)
@@ -266,7 +272,7 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 		return nil, err
 	}
 	sortOldestFirst(out)
-	return out, nil
+	return out, damaged.err()
 }
 
 // Close waits for calls in flight, then closes the file and releases its
@@ -325,7 +331,9 @@ func namedRecord(tx *bolt.Tx, name, key string) (*Record, error) {
 // keep their names), in transactions of at most a bounded number of
 // changes, each committed before the next starts. If ctx ends or a
 // transaction fails, the result covers the committed ones. Pending and
-// Accepted records are never purged.
+// Accepted records are never purged, nor are damaged ones: whether they
+// may go cannot be read, so they are left for an operator and named in a
+// *CorruptRecordsError returned with the result.
 func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 	var total PurgeResult
 	release, err := b.enter()
@@ -334,16 +342,18 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 	}
 	defer release()
 	var from []byte // first key of the next transaction's scan
+	var damaged corruptRecords
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
 		var res PurgeResult
 		var next []byte
+		var bad corruptRecords
 		err := guard(b.path, func() error {
 			return b.db.Update(func(tx *bolt.Tx) error {
 				var err error
-				res, next, err = b.purgeRange(tx, from, p, time.Now())
+				res, next, err = b.purgeRange(tx, from, p, time.Now(), &bad)
 				if err == nil && res == (PurgeResult{}) {
 					return errNoWrites // nothing to commit: skip the fsync
 				}
@@ -355,8 +365,9 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 		}
 		total.Deleted += res.Deleted
 		total.Tombstoned += res.Tombstoned
+		damaged.merge(bad)
 		if next == nil {
-			return total, nil
+			return total, damaged.err()
 		}
 		from = next
 	}
@@ -364,8 +375,10 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 
 // purgeRange purges records from key from onward until it has changed
 // purgeBatch or looked at purgeScan records. It returns what it did and
-// the key to resume at (nil at the end).
-func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Time) (PurgeResult, []byte, error) {
+// the key to resume at (nil at the end); the damaged records it passed
+// over go to damaged.
+func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Time, damaged *corruptRecords) (PurgeResult, []byte, error) {
+	*damaged = corruptRecords{} // a transaction run again starts over
 	var res PurgeResult
 	records, names := tx.Bucket(bucketRecords), tx.Bucket(bucketNames)
 	type victim struct {
@@ -387,7 +400,8 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Tim
 		scanned++
 		sum, err := decodeSummary(string(k), v)
 		if err != nil {
-			return res, nil, err
+			damaged.add(string(k), err)
+			continue
 		}
 		// Keys are copied: writing invalidates the cursor's memory.
 		vic := victim{key: append([]byte(nil), k...), name: []byte(sum.Name)}
@@ -397,7 +411,8 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Tim
 		case PurgeTombstone:
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
-				return res, nil, err
+				damaged.add(string(k), err)
+				continue
 			}
 			if vic.tombstone, err = encodeRecord(rec.Tombstone(now)); err != nil {
 				return res, nil, err

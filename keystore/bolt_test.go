@@ -200,15 +200,21 @@ func TestBoltCorruptRecord(t *testing.T) {
 	assert.NotContains(t, err.Error(), bad, "the error never reveals the raw key")
 	_, err = s.GetByName(ctx, "n-bad")
 	assert.ErrorIs(t, err, keystore.ErrCorrupt)
-	_, err = s.List(ctx, keystore.Filter{})
+	recs, err := s.List(ctx, keystore.Filter{})
 	assert.ErrorIs(t, err, keystore.ErrCorrupt, "List does not hide a damaged intent")
 	assert.NotContains(t, err.Error(), bad)
+	var damaged *keystore.CorruptRecordsError
+	require.ErrorAs(t, err, &damaged)
+	assert.Equal(t, []string{bad}, damaged.Keys)
+	require.Len(t, recs, 1, "nor does it hide the sound ones")
+	assert.Equal(t, "good", recs[0].Key)
 	r := pendingRecord(bad, "n-bad")
 	assert.ErrorIs(t, s.Update(ctx, r), keystore.ErrCorrupt)
 	_, _, err = s.Create(ctx, pendingRecord("other", "n-bad"))
 	assert.ErrorIs(t, err, keystore.ErrCorrupt)
 	_, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: time.Now().Add(time.Hour)})
-	assert.ErrorIs(t, err, keystore.ErrCorrupt)
+	require.ErrorAs(t, err, &damaged, "a purge leaves a damaged record alone and says so")
+	assert.Equal(t, []string{bad}, damaged.Keys)
 }
 
 func writeFile(t *testing.T, path string, data []byte) {

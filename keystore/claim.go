@@ -29,7 +29,8 @@ type Claimer interface {
 	// oldest first, claims them for owner until lease from now, and returns
 	// them as they are after the claim. Two owners never get the same
 	// record while its claim is live. An empty result means there is
-	// nothing to take right now.
+	// nothing to take right now. Damaged records are left out and named
+	// in a *CorruptRecordsError returned with the others, as List does.
 	Claim(ctx context.Context, owner string, lease time.Duration, limit int) ([]*Record, error)
 	// ClaimKey claims the record with key for owner until lease from now,
 	// whatever its state. It reports false, writing nothing, when another

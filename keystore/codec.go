@@ -1,16 +1,29 @@
 package keystore
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
 )
 
-// recordEncodingV1 is the first byte of every stored record: JSON of Record
-// follows. A later encoding takes the next number, and a file written by a
-// newer build fails to decode here with ErrCorrupt rather than being
-// misread.
-const recordEncodingV1 byte = 1
+// Record encodings, the first byte of every stored record. A later
+// encoding takes the next number, and a file written by a newer build
+// fails to decode here with ErrCorrupt rather than being misread.
+const (
+	// recordEncodingV1: JSON of Record follows, with no checksum. Still
+	// read, as written by earlier builds.
+	recordEncodingV1 byte = 1
+	// recordEncodingV2: the SHA-256 of the JSON, then the JSON. A damaged
+	// byte anywhere fails the checksum; and reading a damaged V2 record
+	// as a V1 one would take more than 32 edits (every checksum byte must
+	// go), so damage never passes for a sound V1 record either.
+	recordEncodingV2 byte = 2
+)
+
+// recordChecksumSize is the length of a V2 record's checksum.
+const recordChecksumSize = sha256.Size
 
 // encodeRecord turns r into its stored form. Times are stored in UTC so a
 // record reads back the same whatever the zone of the process that wrote it.
@@ -33,8 +46,10 @@ func encodeRecord(r *Record) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)
 	}
-	out := make([]byte, 0, len(js)+1)
-	out = append(out, recordEncodingV1)
+	sum := sha256.Sum256(js)
+	out := make([]byte, 0, 1+len(sum)+len(js))
+	out = append(out, recordEncodingV2)
+	out = append(out, sum[:]...)
 	return append(out, js...), nil
 }
 
@@ -78,13 +93,24 @@ func decodeSummary(key string, data []byte) (recordSummary, error) {
 	return s, nil
 }
 
-// recordJSON checks the encoding byte and returns the JSON after it.
+// recordJSON checks the encoding byte and the checksum, and returns the
+// JSON they cover.
 func recordJSON(key string, data []byte) ([]byte, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: record %s is empty", ErrCorrupt, keyRef(key))
 	}
-	if data[0] != recordEncodingV1 {
-		return nil, fmt.Errorf("%w: record %s has unknown encoding %d", ErrCorrupt, keyRef(key), data[0])
+	switch data[0] {
+	case recordEncodingV1:
+		return data[1:], nil
+	case recordEncodingV2:
+		if len(data) < 1+recordChecksumSize {
+			return nil, fmt.Errorf("%w: record %s is truncated", ErrCorrupt, keyRef(key))
+		}
+		js := data[1+recordChecksumSize:]
+		if sum := sha256.Sum256(js); !bytes.Equal(sum[:], data[1:1+recordChecksumSize]) {
+			return nil, fmt.Errorf("%w: record %s fails its checksum", ErrCorrupt, keyRef(key))
+		}
+		return js, nil
 	}
-	return data[1:], nil
+	return nil, fmt.Errorf("%w: record %s has unknown encoding %d", ErrCorrupt, keyRef(key), data[0])
 }

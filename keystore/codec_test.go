@@ -30,7 +30,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	r := fullRecord()
 	data, err := encodeRecord(r)
 	require.NoError(t, err)
-	assert.Equal(t, recordEncodingV1, data[0])
+	assert.Equal(t, recordEncodingV2, data[0])
 	assert.Equal(t, time.FixedZone("CET", 3600), r.CreatedAt.Location(), "encoding leaves the input alone")
 
 	got, err := decodeRecord("k1", data)
@@ -50,12 +50,20 @@ func TestCodecRejectsDamage(t *testing.T) {
 	t.Parallel()
 	good, err := encodeRecord(fullRecord())
 	require.NoError(t, err)
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)-10] ^= 0x01
+	badSum := append([]byte(nil), good...)
+	badSum[5] ^= 0x80
 	cases := map[string][]byte{
 		"empty":           nil,
-		"unknown version": append([]byte{2}, good[1:]...),
+		"unknown version": append([]byte{3}, good[1:]...),
 		"bad json":        []byte{recordEncodingV1, '{', '"'},
 		"wrong type":      []byte{recordEncodingV1, '[', ']'},
 		"truncated":       good[:len(good)/2],
+		"no checksum":     good[:20],
+		"flipped byte":    flipped,
+		"bad checksum":    badSum,
+		"read as v1":      append([]byte{recordEncodingV1}, good[1:]...),
 	}
 	for name, data := range cases {
 		_, err := decodeRecord("k1", data)
@@ -70,6 +78,19 @@ func TestCodecRejectsDamage(t *testing.T) {
 	assert.ErrorContains(t, err, "record "+keyRef("other")+" holds "+keyRef("k1"))
 	assert.NotContains(t, err.Error(), "k1")
 	assert.NotContains(t, err.Error(), "other")
+}
+
+// Records written before checksums (encoding 1) are still read.
+func TestCodecReadsV1Records(t *testing.T) {
+	t.Parallel()
+	r := fullRecord()
+	js, err := json.Marshal(r)
+	require.NoError(t, err)
+	got, err := decodeRecord("k1", append([]byte{recordEncodingV1}, js...))
+	require.NoError(t, err)
+	assert.True(t, r.CreatedAt.Equal(got.CreatedAt))
+	assert.Equal(t, r.Body, got.Body)
+	assert.Equal(t, r.Response, got.Response)
 }
 
 // FuzzDecodeRecord checks that no stored bytes make decoding panic, and

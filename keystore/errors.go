@@ -29,10 +29,10 @@ var (
 	ErrClaimLost = errors.New("keystore: claim lost to another owner; write refused")
 )
 
-// CorruptRecordsError is returned by List, with the records it could read,
-// when some stored records are damaged: they are left out of the result
-// and named here, so one bad record never hides the good ones. It matches
-// ErrCorrupt.
+// CorruptRecordsError is returned by List (and Purge, Claim), with the
+// records it could read, when some stored records are damaged: they are
+// left out of the result and named here, so one bad record never hides
+// the good ones. It matches ErrCorrupt.
 type CorruptRecordsError struct {
 	// Keys are the stored keys of the damaged records, as stored (they
 	// may themselves be damaged).
@@ -51,3 +51,27 @@ func (e *CorruptRecordsError) Error() string {
 
 // Is reports that the error matches ErrCorrupt.
 func (e *CorruptRecordsError) Is(target error) bool { return target == ErrCorrupt }
+
+// corruptRecords collects the damaged records a scan passes over.
+type corruptRecords struct {
+	keys []string
+	errs []error
+}
+
+func (c *corruptRecords) add(key string, err error) {
+	c.keys = append(c.keys, key)
+	c.errs = append(c.errs, err)
+}
+
+func (c *corruptRecords) merge(o corruptRecords) {
+	c.keys = append(c.keys, o.keys...)
+	c.errs = append(c.errs, o.errs...)
+}
+
+// err is the *CorruptRecordsError naming the damaged records, nil if none.
+func (c corruptRecords) err() error {
+	if len(c.keys) == 0 {
+		return nil
+	}
+	return &CorruptRecordsError{Keys: c.keys, Errs: c.errs}
+}

@@ -14,3 +14,8 @@ func keyRef(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return "key#" + hex.EncodeToString(sum[:4])
 }
+
+// KeyRef names key as keystore errors do, "key#" and the first 8 hex
+// digits of its SHA-256, so a tool can report a record (a damaged one
+// named by a CorruptRecordsError, say) in the same words, safe to log.
+func KeyRef(key string) string { return keyRef(key) }

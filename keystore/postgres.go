@@ -233,7 +233,9 @@ func (p *Postgres) Update(ctx context.Context, r *Record) error {
 	return p.update(ctx, r, "")
 }
 
-// List returns the records matching f, oldest first.
+// List returns the records matching f, oldest first. Rows that fail
+// their checksum are left out and named in a *CorruptRecordsError
+// returned with the others.
 func (p *Postgres) List(ctx context.Context, f Filter) ([]*Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
@@ -253,13 +255,11 @@ func (p *Postgres) List(ctx context.Context, f Filter) ([]*Record, error) {
 	if err != nil {
 		return nil, p.wrap("list", err)
 	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Record, error) {
-		return scanPostgresRecord(row)
-	})
+	recs, damaged, _, err := collectPostgresRecords(rows)
 	if err != nil {
 		return nil, p.wrap("list", err)
 	}
-	return recs, nil
+	return recs, damaged.err()
 }
 
 // Purge removes settled records as PurgeRequest.Action says, in batches
@@ -288,41 +288,44 @@ func (p *Postgres) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, er
 		}
 	}
 	after := "" // keys are scanned in order, so each batch starts past the last
+	var damaged corruptRecords
 	for {
-		n, last, err := p.tombstoneBatch(ctx, req.OlderThan, keepNamesAfter, after)
+		n, last, bad, err := p.tombstoneBatch(ctx, req.OlderThan, keepNamesAfter, after)
 		res.Tombstoned += n
 		if err != nil {
 			return res, p.wrap("purge", err)
 		}
+		damaged.merge(bad)
 		if last == "" {
 			break
 		}
 		after = last
 	}
 	p.log.Debug("keystore: postgres purged", "deleted", res.Deleted, "tombstoned", res.Tombstoned)
-	return res, nil
+	return res, damaged.err()
 }
 
 // tombstoneBatch replaces by their tombstones up to PurgeBatch records
-// with keys after after, in one transaction, and returns how many and the
-// last key it looked at ("" when there are no more).
-func (p *Postgres) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, error) {
+// with keys after after, in one transaction, and returns how many, the
+// last key it looked at ("" when there are no more) and the damaged rows
+// it left alone.
+func (p *Postgres) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, corruptRecords, error) {
 	var n int
 	var last string
+	var damaged corruptRecords
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		n, last = 0, ""
 		rows, err := tx.Query(ctx, p.sql.tombstones, olderThan, keepNamesAfter, after, p.purgeBatch)
 		if err != nil {
 			return err
 		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Record, error) {
-			return scanPostgresRecord(row)
-		})
+		recs, bad, lastRead, err := collectPostgresRecords(rows)
 		if err != nil {
 			return err
 		}
-		if len(recs) == p.purgeBatch {
-			last = recs[len(recs)-1].Key
+		damaged = bad
+		if len(recs)+len(bad.keys) == p.purgeBatch {
+			last = lastRead
 		}
 		now := time.Now()
 		var batch pgx.Batch
@@ -336,9 +339,9 @@ func (p *Postgres) tombstoneBatch(ctx context.Context, olderThan time.Time, keep
 		return nil
 	})
 	if err != nil {
-		return 0, "", err
+		return 0, "", corruptRecords{}, err
 	}
-	return n, last, nil
+	return n, last, damaged, nil
 }
 
 // Close closes the connection pool. Later calls, Close included, fail with

@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Claim implements Claimer: it takes up to limit unclaimed unsettled
 // (Pending or Accepted) records,
 // oldest first, for owner until lease from now on the database clock.
+// Damaged rows stay claimed (so they do not come back at once) and are
+// named in a *CorruptRecordsError returned with the others.
 func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration, limit int) ([]*Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
@@ -28,9 +28,7 @@ func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration,
 	if err != nil {
 		return nil, p.wrap("claim", err)
 	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Record, error) {
-		return scanPostgresRecord(row)
-	})
+	recs, damaged, _, err := collectPostgresRecords(rows)
 	if err != nil {
 		return nil, p.wrap("claim", err)
 	}
@@ -42,7 +40,7 @@ func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration,
 		return strings.Compare(a.Key, b.Key)
 	})
 	p.log.Debug("keystore: postgres claimed", "owner", owner, "records", len(recs), "lease", lease)
-	return recs, nil
+	return recs, damaged.err()
 }
 
 // ClaimKey implements Claimer: it claims the record with key for owner

@@ -24,6 +24,8 @@ var postgresAddedColumns = []postgresAddedColumn{
 	{name: "principal", definition: `text NOT NULL DEFAULT ''`},
 	{name: "secret_headers", definition: `text[]`},
 	{name: "purged_at", definition: `timestamptz`},
+	// Rows written before it have none and are read as they are.
+	{name: "checksum", definition: `bytea`},
 }
 
 func isPostgresAddedColumn(name string) bool {

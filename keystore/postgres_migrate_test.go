@@ -78,6 +78,6 @@ func TestPostgresMigratesTheFirstPublishedTable(t *testing.T) {
 		"host text NO", "accepted_at timestamp with time zone YES",
 		"may_have_executed boolean NO", "reconciliations jsonb YES",
 		"principal text NO", "secret_headers ARRAY YES",
-		"purged_at timestamp with time zone YES",
+		"purged_at timestamp with time zone YES", "checksum bytea YES",
 	}, types)
 }

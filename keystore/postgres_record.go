@@ -24,6 +24,9 @@ var postgresRecordColumns = []string{
 	"host", "accepted_at", "may_have_executed", "reconciliations",
 	"principal", "secret_headers",
 	"purged_at",
+	// checksum covers the columns above (postgresChecksum); not a field
+	// of Record.
+	"checksum",
 }
 
 // postgresSQL holds every statement, built once for one schema.table.
@@ -136,10 +139,13 @@ func postgresRecordArgs(r *Record) []any {
 		r.Host, acceptedAt, r.MayHaveExecuted, postgresReconciliationsJSON(r.Reconciliations),
 		r.Principal, r.SecretHeaders,
 		purged,
+		postgresChecksum(storedPostgresRecord(r)),
 	}
 }
 
-// scanPostgresRecord reads one row of postgresRecordColumns.
+// scanPostgresRecord reads one row of postgresRecordColumns. A row that
+// does not decode or fails its checksum is ErrCorrupt; then the record
+// returned holds only its key, so a scan of many rows can name it.
 func scanPostgresRecord(row pgx.Row) (*Record, error) {
 	var (
 		r                  Record
@@ -151,14 +157,18 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		acceptedAt, purged *time.Time
 		reconciliations    []byte
 		secretHeaders      []string
+		checksum           []byte
 	)
 	err := row.Scan(&r.Key, &name, &r.Method, &r.URL, &header, &r.Body,
 		&r.Fingerprint, &state, &r.CreatedAt, &r.UpdatedAt, &r.Attempts,
 		&status, &respHeader, &respBody, &r.Operation, &r.LastError,
 		&r.Host, &acceptedAt, &r.MayHaveExecuted, &reconciliations,
-		&r.Principal, &secretHeaders, &purged)
+		&r.Principal, &secretHeaders, &purged, &checksum)
 	if err != nil {
 		return nil, err
+	}
+	damaged := func(err error) (*Record, error) {
+		return &Record{Key: r.Key}, fmt.Errorf("record %s: %w", keyRef(r.Key), err)
 	}
 	if name != nil {
 		r.Name = *name
@@ -174,18 +184,42 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		r.Purged = *purged
 	}
 	if r.Header, err = parsePostgresHeader(header); err != nil {
-		return nil, err
+		return damaged(err)
 	}
 	if status != nil {
 		r.Response = &Response{Status: *status, Body: respBody}
 		if r.Response.Header, err = parsePostgresHeader(respHeader); err != nil {
-			return nil, err
+			return damaged(err)
 		}
 	}
 	if r.Reconciliations, err = parsePostgresReconciliations(reconciliations); err != nil {
-		return nil, err
+		return damaged(err)
+	}
+	if err := checkPostgresChecksum(&r, checksum); err != nil {
+		return damaged(err)
 	}
 	return &r, nil
+}
+
+// collectPostgresRecords reads every row of rows, leaving the damaged ones
+// out and naming them in bad. last is the key of the last row read.
+func collectPostgresRecords(rows pgx.Rows) (out []*Record, bad corruptRecords, last string, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanPostgresRecord(rows)
+		if r != nil {
+			last = r.Key
+		}
+		switch {
+		case errors.Is(err, ErrCorrupt) && r != nil:
+			bad.add(r.Key, err)
+		case err != nil:
+			return nil, bad, "", err
+		default:
+			out = append(out, r)
+		}
+	}
+	return out, bad, last, rows.Err()
 }
 
 // postgresReconciliationsJSON encodes an audit trail for its jsonb column;

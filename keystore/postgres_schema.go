@@ -61,6 +61,7 @@ func postgresDDL(schema, table string) (tables, indexes []postgresObject) {
 			principal         text        NOT NULL DEFAULT '',
 			secret_headers    text[],
 			purged_at         timestamptz,
+			checksum          bytea,
 			claim_owner       text,
 			claim_until       timestamptz
 		)`},

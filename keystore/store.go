@@ -188,9 +188,12 @@ type Store interface {
 	// name exists: then it returns the existing record and created=false,
 	// writing nothing. A duplicate Key is an error.
 	Create(ctx context.Context, r *Record) (existing *Record, created bool, err error)
-	// Get returns the record with this key, or ErrNotFound.
+	// Get returns the record with this key, or ErrNotFound. A stored
+	// record that fails its checksum (or does not decode) is ErrCorrupt,
+	// never returned changed.
 	Get(ctx context.Context, key string) (*Record, error)
-	// GetByName returns the record with this name, or ErrNotFound.
+	// GetByName returns the record with this name, or ErrNotFound; a
+	// damaged one is ErrCorrupt.
 	GetByName(ctx context.Context, name string) (*Record, error)
 	// Update replaces the stored record with r.Key; ErrNotFound if absent.
 	// It never changes a settled record into another state: a Succeeded
@@ -200,7 +203,10 @@ type Store interface {
 	// Any other change fails with ErrSettled and writes nothing; the check
 	// and the write are one atomic step.
 	Update(ctx context.Context, r *Record) error
-	// List returns the records matching f, oldest first.
+	// List returns the records matching f, oldest first. Damaged records
+	// are left out and named in a *CorruptRecordsError returned together
+	// with the sound ones: a caller must treat that error as a partial
+	// result, not as a failure with nothing in it.
 	List(ctx context.Context, f Filter) ([]*Record, error)
 	// Purge removes the settled records (Succeeded, Failed, Expired)
 	// last updated before p.OlderThan: a named one created after
@@ -208,7 +214,9 @@ type Store interface {
 	// name still returns it; the others are deleted, and so are the
 	// tombstones created at or before p.KeepNamesAfter (see
 	// PurgeRequest.Action). Pending and Accepted records are never
-	// purged. On an error the result counts what was done before it.
+	// purged. Damaged records that cannot be judged are left alone and
+	// named in a *CorruptRecordsError returned with the result. On any
+	// other error the result counts what was done before it.
 	Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error)
 	// Close releases the store; later calls fail with ErrClosed.
 	Close() error
