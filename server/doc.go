@@ -1,0 +1,28 @@
+// Package server is the server side of the idempotency protocol, for any
+// Go API: wrap your own http.Handler and every POST or PATCH that carries
+// an Idempotency-Key runs at most once per key, with its answer replayed
+// to every retry.
+//
+// The layer reserves the key in a Store before the handler runs (an
+// atomic create-if-absent holding a lease and a random fencing token),
+// captures the handler's whole answer, stores it and only then sends it.
+// A retry with the same key and payload gets the stored answer, marked
+// Idempotent-Replayed; a retry while the first still runs gets 409
+// /in-progress with Retry-After; the same key with another payload gets
+// 422 /key-reused. A store that cannot be reached is 503 and nothing runs
+// (fail closed). An answer that says the request was refused before it
+// ran (most 4xx, and 5xx unless WithStore5xx) releases the key instead.
+// A reservation whose owner crashed is taken over after its lease by a
+// retry with the same payload; the crashed owner can no longer write,
+// since every write is a compare-and-set on its token. RunSweeper deletes
+// what is past its retention.
+//
+// Keys are scoped by principal, method and route. The default principal
+// is the bearer token, stored only as an HMAC under WithPrincipalSecret;
+// WithPrincipal takes any func(*http.Request) (string, error).
+//
+// Stores: MemoryStore (one process), pgstore (PostgreSQL) and redisstore
+// (Redis), all held to the contract suite in storetest. A handler whose
+// effect lives in the same database commits it with the key's completion
+// (see Held); a message consumer uses Once.
+package server

@@ -1,0 +1,56 @@
+package server_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/server"
+)
+
+func TestHandlerScopesByTheMuxPattern(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	h := &countingHandler{}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/orders/{id}/pay", h)
+	guarded := r.idem.Handler(mux)
+	first := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/1/pay", keys: []string{"k"}, body: paymentBody})
+	require.Equal(t, http.StatusCreated, first.Code)
+	again := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/2/pay", keys: []string{"k"}, body: paymentBody})
+	assert.True(t, replayed(again), "both paths match one pattern, one scope")
+	assert.Equal(t, 1, h.runs())
+}
+
+func TestWithMethodsChoosesWhatIsGuarded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, server.WithMethods(http.MethodPut))
+	h := r.idem.Wrap(paymentsRoute, &countingHandler{})
+	post := serve(h, call{method: http.MethodPost, route: paymentsRoute, body: paymentBody})
+	assert.Equal(t, http.StatusCreated, post.Code, "POST passes unguarded")
+	put := serve(h, call{method: http.MethodPut, route: paymentsRoute, body: paymentBody})
+	assert.Equal(t, http.StatusBadRequest, put.Code, "PUT needs a key")
+}
+
+func TestWithKeyFieldReadsTheKeyFromTheBody(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, server.WithKeyField("request_id"))
+	var seen []string
+	h := r.idem.Wrap(paymentsRoute, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b := new(bytes.Buffer)
+		_, _ = b.ReadFrom(req.Body)
+		seen = append(seen, b.String())
+		w.WriteHeader(http.StatusCreated)
+	}))
+	send := func(body string) *httptest.ResponseRecorder {
+		return serve(h, call{method: http.MethodPost, route: paymentsRoute, body: body})
+	}
+	require.Equal(t, http.StatusCreated, send(`{"request_id":"r-1","amount":5}`).Code)
+	assert.True(t, replayed(send(`{"amount":5,"request_id":"r-1"}`)))
+	assert.Equal(t, []string{`{"amount":5}`}, seen, "the handler never sees the key member")
+	assert.Equal(t, http.StatusBadRequest, send(`{"amount":5}`).Code, "the key is required")
+}

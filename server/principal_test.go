@@ -1,0 +1,66 @@
+package server_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/server"
+)
+
+func TestNewNeedsASecretForTheDefaultPrincipal(t *testing.T) {
+	t.Parallel()
+	_, err := server.New(server.NewMemoryStore())
+	require.Error(t, err)
+	_, err = server.New(server.NewMemoryStore(), server.WithPrincipal(func(*http.Request) (string, error) { return "p", nil }))
+	require.NoError(t, err)
+	_, err = server.New(nil, server.WithPrincipalSecret([]byte("s")))
+	require.Error(t, err)
+}
+
+func TestBearerPrincipalIsAKeyedHashNeverTheToken(t *testing.T) {
+	t.Parallel()
+	req := func(auth string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		return r
+	}
+	one := server.BearerPrincipal([]byte("one"))
+	p, err := one(req("Bearer sk_live_secret"))
+	require.NoError(t, err)
+	assert.NotContains(t, p, "sk_live_secret")
+	assert.True(t, strings.HasPrefix(p, "bearer:"))
+	other, err := server.BearerPrincipal([]byte("two"))(req("Bearer sk_live_secret"))
+	require.NoError(t, err)
+	assert.NotEqual(t, p, other, "the hash is keyed by the secret")
+
+	anon, err := one(req(""))
+	require.NoError(t, err)
+	literal, err := one(req("Bearer anonymous"))
+	require.NoError(t, err)
+	assert.Equal(t, server.AnonymousPrincipal, anon)
+	assert.NotEqual(t, anon, literal, "a token spelled anonymous is not the unauthenticated caller")
+
+	_, err = one(req("Basic dXNlcjpwYXNz"))
+	assert.ErrorIs(t, err, server.ErrBadAuthorization)
+}
+
+func TestStoredScopeNeverHoldsTheToken(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	h := r.idem.Wrap(paymentsRoute, &countingHandler{})
+	res := serve(h, post("key-1", paymentBody).withToken("sk_live_secret"))
+	require.Equal(t, http.StatusCreated, res.Code)
+	p, err := server.BearerPrincipal(testSecret)(post("key-1", "").withToken("sk_live_secret").request())
+	require.NoError(t, err)
+	rec, err := r.store.Lookup(t.Context(), server.Scope{Principal: p, Method: http.MethodPost, Route: paymentsRoute}, "key-1")
+	require.NoError(t, err)
+	require.NotNil(t, rec, "the record is scoped by the hash")
+	assert.NotContains(t, rec.Scope.Principal, "sk_live_secret")
+}
