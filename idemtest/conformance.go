@@ -10,11 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // IDs of the conformance checks, in the order RunConformance reports them.
 const (
 	CheckFirstRequest   = "first-request"
+	CheckValidKeys      = "valid-keys"
 	CheckReplay         = "replay"
 	CheckKeyReuse       = "key-reuse"
 	CheckMissingKey     = "missing-key"
@@ -23,14 +26,48 @@ const (
 	CheckConcurrent     = "concurrent-duplicates"
 	CheckInProgress     = "in-progress"
 	CheckPrincipalScope = "principal-scope"
+	CheckErrorNotStored = "error-not-stored"
 	CheckProblemDetails = "problem-details"
+	// The checks of this project's vocabulary (LevelIdem), run with
+	// ProfileIdem only.
+	CheckReplayHeader = "replay-header"
+	CheckProblemTypes = "problem-types"
+	CheckRetryAfter   = "retry-after"
+)
+
+// Levels of a check: how strongly the cited text requires what it checks.
+const (
+	// LevelMust: a requirement of draft-07 or RFC 9110 (one effect per
+	// key, the stored answer replayed, keys never shared across
+	// principals).
+	LevelMust = "MUST"
+	// LevelShould: what draft-07 recommends (422, 400, 409 answers, RFC
+	// 9457 problem documents) and what a key's syntax implies.
+	LevelShould = "SHOULD"
+	// LevelIdem: this project's profile, names the draft does not
+	// require: problem-type suffixes, Idempotent-Replayed, Retry-After.
+	LevelIdem = "idem"
+)
+
+// Profiles of ConformanceOptions.Profile.
+const (
+	// ProfileDraft grades the MUST and SHOULD levels: draft-07 as any
+	// server may implement it. The default.
+	ProfileDraft = "draft"
+	// ProfileIdem adds the LevelIdem checks: the full vocabulary of this
+	// project's reference server.
+	ProfileIdem = "idem"
 )
 
 // Defaults of ConformanceOptions.
 const (
 	DefaultConformanceEndpoint    = "/v1/payments"
 	DefaultConformanceContentType = "application/json"
+	// DefaultConformanceConcurrency is the default burst width.
 	DefaultConformanceConcurrency = 20
+	// DefaultConformanceBursts is the default number of bursts: one burst
+	// rarely catches a check-then-insert race with an instant handler.
+	DefaultConformanceBursts = 8
 )
 
 // ConformanceOptions configures RunConformance. The zero value checks the
@@ -64,9 +101,37 @@ type ConformanceOptions struct {
 	// idle connections for Concurrency and times out each request after
 	// 30 s.
 	HTTPClient *http.Client
-	// Concurrency is how many duplicates the concurrency check sends at
-	// once. Default DefaultConformanceConcurrency.
+	// Concurrency is the burst width: how many duplicates of one key the
+	// concurrency check sends at once. Default
+	// DefaultConformanceConcurrency.
 	Concurrency int
+	// Bursts is how many bursts, each over a fresh key, the concurrency
+	// check sends. Default DefaultConformanceBursts.
+	Bursts int
+	// KeyFormat is the shape of every valid key the checker sends (see
+	// KeyFormats). Default KeyFormatUUID.
+	KeyFormat string
+	// Profile is ProfileDraft (the default) or ProfileIdem.
+	Profile string
+	// Dialect names the provider dialect to grade against, one of
+	// dialect.Names() (and "idem", the same as "draft"): where the key
+	// travels, its length limit, and how in-progress and key-reuse
+	// answers look (dialect.Dialect.Classify). Default "draft".
+	Dialect string
+	// ListEndpoint is the path of a GET that lists the principal's
+	// resources, so the checks count effects on the server rather than
+	// trust the answers. Default DefaultConformanceListEndpoint;
+	// NoListEndpoint for none.
+	ListEndpoint string
+	// ListCount reads the number of resources from a list answer.
+	// Default: "total", or the length of "data", "items", "results", or
+	// of a top-level array.
+	ListCount func(body []byte) (int, bool)
+	// InvalidBody returns a body the endpoint refuses as invalid (a 4xx
+	// validation error), for the check that such an answer does not burn
+	// the key. Default: a payment with amount 0 when Body is the default,
+	// else none and the check is skipped.
+	InvalidBody func(i int) []byte
 	// SlowHeader, when set, is added to one request of the in-progress
 	// probe to make the server hold it long enough for a duplicate to
 	// arrive while it is still executing (a server-specific hook).
@@ -95,8 +160,10 @@ type CheckResult struct {
 	ID string `json:"id"`
 	// Name says what the check verifies, in a few words.
 	Name string `json:"name"`
-	// Ref cites the PROTOCOL.md row and the section of
-	// draft-ietf-httpapi-idempotency-key-header-07 the check enforces.
+	// Level is LevelMust, LevelShould or LevelIdem.
+	Level string `json:"level"`
+	// Ref cites the section of draft-ietf-httpapi-idempotency-key-header-07
+	// (or the RFC, or the provider dialect) the check enforces.
 	Ref string `json:"ref"`
 	// Passed is true when the server behaved as required.
 	Passed bool `json:"passed"`
@@ -144,9 +211,9 @@ func Conformance(t *testing.T, baseURL string, opts ConformanceOptions) {
 		t.Run(res.ID, func(t *testing.T) {
 			switch {
 			case res.Skipped:
-				t.Skipf("%s (%s): skipped: %s", res.Name, res.Ref, res.Detail)
+				t.Skipf("%s (%s, %s): skipped: %s", res.Name, res.Level, res.Ref, res.Detail)
 			case !res.Passed:
-				t.Errorf("%s (%s): %s", res.Name, res.Ref, res.Detail)
+				t.Errorf("%s (%s, %s): %s", res.Name, res.Level, res.Ref, res.Detail)
 			default:
 				t.Logf("%s: %s", res.Name, res.Detail)
 			}
@@ -184,6 +251,15 @@ type conformanceConfig struct {
 	slowHeader  http.Header
 	hold        func(context.Context) (func(), error)
 	resourceID  func([]byte) string
+
+	bursts      int
+	newKey      func() string
+	profile     string
+	dialect     dialect.Dialect
+	rules       dialectRules
+	listURL     string // "" when there is no list
+	listCount   func([]byte) (int, bool)
+	invalidBody func(i int) []byte
 }
 
 func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformanceConfig, error) {
@@ -204,8 +280,36 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 	if opts.Concurrency < 0 {
 		return nil, fmt.Errorf("idemtest: concurrency %d must be positive", opts.Concurrency)
 	}
+	if opts.Bursts < 0 {
+		return nil, fmt.Errorf("idemtest: bursts %d must be positive", opts.Bursts)
+	}
+	newKey, err := keyMaker(opts.KeyFormat)
+	if err != nil {
+		return nil, err
+	}
+	d, rules, err := lookupDialect(opts.Dialect)
+	if err != nil {
+		return nil, fmt.Errorf("idemtest: %w", err)
+	}
+	profile := opts.Profile
+	switch profile {
+	case "":
+		profile = ProfileDraft
+	case ProfileDraft, ProfileIdem:
+	default:
+		return nil, fmt.Errorf("idemtest: profile %q unknown (known: %s, %s)", profile, ProfileDraft, ProfileIdem)
+	}
+	list := opts.ListEndpoint
+	switch {
+	case list == "":
+		list = DefaultConformanceListEndpoint
+	case list == NoListEndpoint:
+	case !strings.HasPrefix(list, "/"):
+		return nil, fmt.Errorf("idemtest: list endpoint %q must start with /", list)
+	}
+	base := strings.TrimSuffix(baseURL, "/")
 	c := &conformanceConfig{
-		url:         strings.TrimSuffix(baseURL, "/") + endpoint,
+		url:         base + endpoint,
 		body:        opts.Body,
 		contentType: opts.ContentType,
 		header:      opts.Header.Clone(),
@@ -215,6 +319,16 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 		slowHeader:  opts.SlowHeader.Clone(),
 		hold:        opts.Hold,
 		resourceID:  opts.ResourceID,
+		bursts:      opts.Bursts,
+		newKey:      newKey,
+		profile:     profile,
+		dialect:     d,
+		rules:       rules,
+		listCount:   opts.ListCount,
+		invalidBody: opts.InvalidBody,
+	}
+	if list != NoListEndpoint {
+		c.listURL = base + list
 	}
 	c.applyDefaults()
 	return c, nil
@@ -222,7 +336,17 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 
 func (c *conformanceConfig) applyDefaults() {
 	if c.body == nil {
-		c.body = defaultPaymentBody(rand.Text()[:10])
+		run := rand.Text()[:10]
+		c.body = defaultPaymentBody(run)
+		if c.invalidBody == nil {
+			c.invalidBody = invalidPaymentBody(run)
+		}
+	}
+	if c.bursts == 0 {
+		c.bursts = DefaultConformanceBursts
+	}
+	if c.listCount == nil {
+		c.listCount = defaultListCount
 	}
 	if c.contentType == "" {
 		c.contentType = DefaultConformanceContentType
@@ -240,7 +364,7 @@ func (c *conformanceConfig) applyDefaults() {
 	if c.client == nil {
 		c.client = &http.Client{
 			Timeout:   30 * time.Second,
-			Transport: &http.Transport{MaxIdleConnsPerHost: c.concurrency, Proxy: http.ProxyFromEnvironment},
+			Transport: &http.Transport{MaxIdleConnsPerHost: c.concurrency + 1, Proxy: http.ProxyFromEnvironment},
 		}
 	}
 	if c.resourceID == nil {
@@ -253,5 +377,13 @@ func (c *conformanceConfig) applyDefaults() {
 func defaultPaymentBody(run string) func(i int) []byte {
 	return func(i int) []byte {
 		return fmt.Appendf(nil, `{"amount":1000,"currency":"EUR","reference":"conformance-%s-%d"}`, run, i)
+	}
+}
+
+// invalidPaymentBody returns bodies the reference API refuses (amount 0),
+// for the error-not-stored check.
+func invalidPaymentBody(run string) func(i int) []byte {
+	return func(i int) []byte {
+		return fmt.Appendf(nil, `{"amount":0,"currency":"EUR","reference":"conformance-%s-invalid-%d"}`, run, i)
 	}
 }

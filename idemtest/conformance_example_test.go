@@ -24,25 +24,31 @@ func ExampleRunConformance() {
 	// options by hand: endpoint, body, principals.
 	opts := srv.ConformanceOptions()
 	opts.Concurrency = 5
+	opts.Profile = idemtest.ProfileIdem // this project's vocabulary too
 	results, err := idemtest.RunConformance(context.Background(), srv.URL, opts)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, r := range results {
-		fmt.Printf("%-22s passed=%v\n", r.ID, r.Passed)
+		fmt.Printf("%-22s %-6s passed=%v\n", r.ID, r.Level, r.Passed)
 	}
 	// Output:
-	// first-request          passed=true
-	// replay                 passed=true
-	// key-reuse              passed=true
-	// missing-key            passed=true
-	// invalid-key            passed=true
-	// quoted-key             passed=true
-	// concurrent-duplicates  passed=true
-	// in-progress            passed=true
-	// principal-scope        passed=true
-	// problem-details        passed=true
+	// first-request          MUST   passed=true
+	// valid-keys             SHOULD passed=true
+	// replay                 MUST   passed=true
+	// key-reuse              SHOULD passed=true
+	// missing-key            SHOULD passed=true
+	// invalid-key            SHOULD passed=true
+	// quoted-key             MUST   passed=true
+	// concurrent-duplicates  MUST   passed=true
+	// in-progress            SHOULD passed=true
+	// principal-scope        MUST   passed=true
+	// error-not-stored       SHOULD passed=true
+	// problem-details        SHOULD passed=true
+	// replay-header          idem   passed=true
+	// problem-types          idem   passed=true
+	// retry-after            idem   passed=true
 }
 
 // Checking a server of your own: its endpoint, a body template, and two

@@ -3,7 +3,6 @@ package idemtest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // maxConformanceBody bounds how much of a response the checker reads.
@@ -26,13 +27,16 @@ type exchange struct {
 	status int
 	header http.Header
 	body   []byte
+	// sent and answered bound the exchange, for telling a duplicate held
+	// on a lock from one answered at once.
+	sent, answered time.Time
 }
 
 // outgoing describes one POST to the guarded endpoint.
 type outgoing struct {
 	what string
-	// keys are the Idempotency-Key field values, one header line each; nil
-	// sends none.
+	// keys are the key values: one header line each, or (body-field
+	// dialects) the first one as the body member; nil sends none.
 	keys []string
 	body []byte
 	// override replaces same-named headers of the configured Header
@@ -42,10 +46,23 @@ type outgoing struct {
 
 // post sends o and reads the whole answer.
 func (r *conformanceRun) post(ctx context.Context, o outgoing) (exchange, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.cfg.url, bytes.NewReader(o.body))
+	return r.send(ctx, o, nil)
+}
+
+// send sends o; a non-nil gate holds the body's last byte until it is
+// closed (see burst).
+func (r *conformanceRun) send(ctx context.Context, o outgoing, gate *burstGate) (exchange, error) {
+	body := r.cfg.keyBody(o.keys, o.body)
+	var rd io.Reader = bytes.NewReader(body)
+	if gate != nil {
+		ctx = gate.trace(ctx)
+		rd = gate.reader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.cfg.url, rd)
 	if err != nil {
 		return exchange{}, err
 	}
+	req.ContentLength = int64(len(body))
 	for name, values := range r.cfg.header {
 		req.Header[name] = append([]string(nil), values...)
 	}
@@ -53,29 +70,36 @@ func (r *conformanceRun) post(ctx context.Context, o outgoing) (exchange, error)
 		req.Header[name] = append([]string(nil), values...)
 	}
 	req.Header.Set("Content-Type", r.cfg.contentType)
-	if o.keys != nil {
-		// Set directly so that an empty value and repeated lines are sent
-		// exactly as given.
-		req.Header["Idempotency-Key"] = o.keys
-	}
+	r.cfg.keyHeader(req, o.keys)
+	sent := time.Now()
 	resp, err := r.cfg.client.Do(req)
 	if err != nil {
 		return exchange{}, fmt.Errorf("%s: %w", o.what, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxConformanceBody))
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxConformanceBody))
 	if err != nil {
 		return exchange{}, fmt.Errorf("%s: reading the response: %w", o.what, err)
 	}
-	return exchange{what: o.what, status: resp.StatusCode, header: resp.Header, body: body}, nil
+	e := exchange{what: o.what, status: resp.StatusCode, header: resp.Header, body: respBody, sent: sent, answered: time.Now()}
+	r.quickestMu.Lock()
+	if d := e.took(); r.quickest == 0 || d < r.quickest {
+		r.quickest = d
+	}
+	r.quickestMu.Unlock()
+	return e, nil
 }
 
-// newKey returns a fresh random idempotency key.
-func newKey() string { return "conformance-" + rand.Text() }
+// took is how long the answer took.
+func (e exchange) took() time.Duration { return e.answered.Sub(e.sent) }
+
+// newKey returns a fresh key in the run's key format.
+func (r *conformanceRun) newKey() string { return r.cfg.newKey() }
 
 func (e exchange) success() bool { return e.status >= 200 && e.status < 300 }
 
-// replayed reports whether the answer carries Idempotent-Replayed: true.
+// replayed reports whether the answer carries Idempotent-Replayed: true,
+// this project's marker (judged by the replay-header check only).
 func (e exchange) replayed() bool {
 	return strings.EqualFold(strings.TrimSpace(e.header.Get("Idempotent-Replayed")), "true")
 }
@@ -108,16 +132,9 @@ func (e exchange) problemType() string {
 	return t
 }
 
-// expectProblem reports "" when e is the given status with a problem type
-// ending in "/"+suffix, or else what was seen instead.
-func (e exchange) expectProblem(status int, suffix string) string {
-	if e.status != status {
-		return fmt.Sprintf("%s: got %s, want %d with a problem type ending /%s", e.what, e.summary(), status, suffix)
-	}
-	if t := e.problemType(); !strings.HasSuffix(t, "/"+suffix) {
-		return fmt.Sprintf("%s: got %d with problem type %q, want a type ending /%s", e.what, e.status, t, suffix)
-	}
-	return ""
+// sameAnswer reports whether e repeats want: same status, same body.
+func (e exchange) sameAnswer(want exchange) bool {
+	return e.status == want.status && bytes.Equal(e.body, want.body)
 }
 
 // summary describes the answer in a few words for a detail.
@@ -125,9 +142,6 @@ func (e exchange) summary() string {
 	s := strconv.Itoa(e.status)
 	if t := e.problemType(); t != "" {
 		s += " " + t
-	}
-	if e.replayed() {
-		s += " (replayed)"
 	}
 	return s
 }
@@ -166,8 +180,8 @@ func defaultResourceID(body []byte) string {
 // settleTimeout bounds how long settle waits for an original to finish.
 const settleTimeout = 30 * time.Second
 
-// settle resends o until the answer is no longer 409 (the original is
-// still executing), waiting a little longer each time, and returns the
+// settle resends o until the answer no longer says the original is still
+// executing (409, or the dialect's in-progress answer), waiting a little longer each time, and returns the
 // first other answer. Every 409 seen is kept for the in-progress check.
 func (r *conformanceRun) settle(ctx context.Context, o outgoing) (exchange, error) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
@@ -175,7 +189,7 @@ func (r *conformanceRun) settle(ctx context.Context, o outgoing) (exchange, erro
 	wait := 20 * time.Millisecond
 	for {
 		e, err := r.post(ctx, o)
-		if err != nil || e.status != http.StatusConflict {
+		if err != nil || !r.inProgress(e) {
 			return e, err
 		}
 		r.conflicts = append(r.conflicts, e)
@@ -186,4 +200,13 @@ func (r *conformanceRun) settle(ctx context.Context, o outgoing) (exchange, erro
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
+}
+
+// inProgress reports whether e says an earlier request with its key is
+// still executing, as the dialect's client reads it.
+func (r *conformanceRun) inProgress(e exchange) bool {
+	if r.cfg.isDraft() {
+		return e.status == http.StatusConflict
+	}
+	return r.cfg.classify(e) == dialect.InProgress
 }

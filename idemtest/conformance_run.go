@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
+	"time"
 )
 
 // conformanceRun holds what one RunConformance call learned so far: later
@@ -30,6 +33,20 @@ type conformanceRun struct {
 	problems []exchange
 	// holdErr is the last error of the Hold hook.
 	holdErr error
+	// listErr is why the list endpoint could not be used, if it failed.
+	listErr error
+	// replays are the answers that should be replays of an earlier one;
+	// fresh are first answers to fresh keys (for the replay-header check).
+	replays, fresh []exchange
+	// lockWait is set when the bursts showed duplicates held until their
+	// original finished, none refused.
+	lockWait bool
+	// quickest is the shortest answer time seen, a floor for telling a
+	// held duplicate from a fast one.
+	quickest   time.Duration
+	quickestMu sync.Mutex
+	// typed are the answers whose problem type the idem profile names.
+	typed []typedAnswer
 }
 
 // verdict is the outcome of one check without its metadata.
@@ -52,35 +69,53 @@ func skip(format string, args ...any) verdict {
 
 // conformanceCheck is one entry of the check table.
 type conformanceCheck struct {
-	id, name, ref string
-	run           func(*conformanceRun, context.Context) verdict
+	id, name, level, ref string
+	// applies reports whether the check belongs to the run's profile and
+	// dialect; nil means always.
+	applies func(*conformanceConfig) bool
+	run     func(*conformanceRun, context.Context) verdict
 }
 
+// Draft-07 sections the checks cite.
+const (
+	refFirst    = "draft-07 §2.6"
+	refReplay   = "draft-07 §2.6; RFC 9110 §9.2.2"
+	refSyntax   = "draft-07 §2.1"
+	refErrors   = "draft-07 §2.7"
+	refScope    = "draft-07 §2.6, §5"
+	refProblems = "draft-07 §2.7; RFC 9457 §3"
+	refProfile  = "PROTOCOL.md (idem profile)"
+)
+
 // conformanceChecks lists the checks after the first request, in the order
-// they run. The order matters: replay feeds quoted-key and scoping, and
-// every check feeds problem-details.
+// they run. The order matters: earlier checks feed the answers that the
+// problem and vocabulary checks judge.
 func conformanceChecks() []conformanceCheck {
 	return []conformanceCheck{
-		{CheckReplay, "replay returns the stored answer",
-			"PROTOCOL: same key, same fingerprint, completed; draft-07 §2.6", (*conformanceRun).checkReplay},
-		{CheckKeyReuse, "same key, different body is 422",
-			"PROTOCOL: same key, different fingerprint; draft-07 §2.2, §2.7", (*conformanceRun).checkKeyReuse},
-		{CheckMissingKey, "missing key is 400",
-			"PROTOCOL: key required but missing; draft-07 §2.7", (*conformanceRun).checkMissingKey},
-		{CheckInvalidKey, "malformed keys are 400",
-			"PROTOCOL: key malformed; draft-07 §2.1", (*conformanceRun).checkInvalidKey},
-		{CheckQuotedKey, "quoted key equals bare key",
-			"PROTOCOL: Request header; draft-07 §2.1", (*conformanceRun).checkQuotedKey},
-		{CheckConcurrent, "concurrent duplicates, one effect",
-			"PROTOCOL: Reserve before effect; draft-07 §2.6", (*conformanceRun).checkConcurrent},
-		{CheckInProgress, "409 in-progress with Retry-After",
-			"PROTOCOL: original still executing; draft-07 §2.6, §2.7", (*conformanceRun).checkInProgress},
-		{CheckPrincipalScope, "keys are scoped by principal",
-			"PROTOCOL: Words, Scope; draft-07 §5", (*conformanceRun).checkPrincipalScope},
-		{CheckProblemDetails, "errors are RFC 9457 problems",
-			"PROTOCOL: Problem documents; RFC 9457 §3", (*conformanceRun).checkProblemDetails},
+		{CheckValidKeys, "1-, 36- and longest keys accepted", LevelShould, refSyntax, nil, (*conformanceRun).checkValidKeys},
+		{CheckReplay, "replay: same answer, no new resource", LevelMust, refReplay, nil, (*conformanceRun).checkReplay},
+		{CheckKeyReuse, "same key, other body refused", LevelShould, refErrors, fingerprinting, (*conformanceRun).checkKeyReuse},
+		{CheckMissingKey, "missing key refused", LevelShould, refErrors, requiresKey, (*conformanceRun).checkMissingKey},
+		{CheckInvalidKey, "malformed keys refused", LevelShould, refSyntax, nil, (*conformanceRun).checkInvalidKey},
+		{CheckQuotedKey, "quoted key is the bare key", LevelMust, refSyntax, draftOnly, (*conformanceRun).checkQuotedKey},
+		{CheckConcurrent, "concurrent duplicates, one effect", LevelMust, refFirst, nil, (*conformanceRun).checkConcurrent},
+		{CheckInProgress, "duplicate in progress refused", LevelShould, refErrors, nil, (*conformanceRun).checkInProgress},
+		{CheckPrincipalScope, "keys scoped by principal", LevelMust, refScope, nil, (*conformanceRun).checkPrincipalScope},
+		{CheckErrorNotStored, "validation error leaves the key free", LevelShould, refFirst, nil, (*conformanceRun).checkErrorNotStored},
+		{CheckProblemDetails, "errors are RFC 9457 problems", LevelShould, refProblems, draftOnly, (*conformanceRun).checkProblemDetails},
+		{CheckReplayHeader, "replay marked Idempotent-Replayed", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkReplayHeader},
+		{CheckProblemTypes, "problem types name the case", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkProblemTypes},
+		{CheckRetryAfter, "409 carries Retry-After", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkRetryAfter},
 	}
 }
+
+func draftOnly(c *conformanceConfig) bool      { return c.isDraft() }
+func fingerprinting(c *conformanceConfig) bool { return c.rules.fingerprints }
+func requiresKey(c *conformanceConfig) bool    { return c.rules.requireKey }
+
+// idemProfile: this project's vocabulary is graded only when asked for,
+// and only in the draft dialect (a provider has its own).
+func idemProfile(c *conformanceConfig) bool { return c.profile == ProfileIdem && c.isDraft() }
 
 func newConformanceRun(baseURL string, opts ConformanceOptions) (*conformanceRun, error) {
 	cfg, err := newConformanceConfig(baseURL, opts)
@@ -101,16 +136,25 @@ func (r *conformanceRun) runAll(ctx context.Context) ([]CheckResult, error) {
 		}
 		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, r.cfg.url, err)
 	}
-	results := []CheckResult{result(CheckFirstRequest, "first request succeeds",
-		"PROTOCOL: first request with this key; draft-07 §2.6", first)}
+	results := []CheckResult{result(conformanceCheck{id: CheckFirstRequest, name: "first request succeeds",
+		level: LevelMust, ref: refFirst}, first)}
 	for _, c := range conformanceChecks() {
-		results = append(results, result(c.id, c.name, c.ref, c.run(r, ctx)))
+		if c.applies != nil && !c.applies(r.cfg) {
+			continue
+		}
+		results = append(results, result(c, c.run(r, ctx)))
+	}
+	if !r.cfg.isDraft() {
+		// A provider's documentation, not the draft, says what is right.
+		for i := range results {
+			results[i].Ref = r.cfg.dialect.Name + " dialect (" + r.cfg.dialect.Docs[0] + "); " + results[i].Ref
+		}
 	}
 	return results, nil
 }
 
-func result(id, name, ref string, v verdict) CheckResult {
-	return CheckResult{ID: id, Name: name, Ref: ref, Passed: v.passed, Skipped: v.skipped, Detail: v.detail}
+func result(c conformanceCheck, v verdict) CheckResult {
+	return CheckResult{ID: c.id, Name: c.name, Level: c.level, Ref: c.ref, Passed: v.passed, Skipped: v.skipped, Detail: v.detail}
 }
 
 // body returns the next distinct request body.
@@ -142,4 +186,42 @@ func (r *conformanceRun) hold(ctx context.Context) func() {
 		return func() {}
 	}
 	return release
+}
+
+// maxDetailItems bounds how many defects one detail lists.
+const maxDetailItems = 4
+
+// joinDefects joins distinct messages for a detail, listing at most
+// maxDetailItems and counting the rest.
+func joinDefects(msgs []string) string {
+	msgs = dedupe(msgs)
+	if len(msgs) > maxDetailItems {
+		return fmt.Sprintf("%s; and %d more", strings.Join(msgs[:maxDetailItems], "; "), len(msgs)-maxDetailItems)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// dedupe drops repeated messages, keeping the first occurrence of each.
+func dedupe(msgs []string) []string {
+	seen := make(map[string]bool, len(msgs))
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// typedAnswer is an error answer and the problem-type suffix this
+// project's profile gives it.
+type typedAnswer struct {
+	e      exchange
+	suffix string
+}
+
+// expectType keeps e for the problem-types check.
+func (r *conformanceRun) expectType(e exchange, suffix string) {
+	r.typed = append(r.typed, typedAnswer{e, suffix})
 }

@@ -29,8 +29,8 @@ func failedIDs(results []CheckResult) []string {
 
 // allIDs is every check ID in report order.
 func allIDs() []string {
-	return []string{CheckFirstRequest, CheckReplay, CheckKeyReuse, CheckMissingKey, CheckInvalidKey,
-		CheckQuotedKey, CheckConcurrent, CheckInProgress, CheckPrincipalScope, CheckProblemDetails}
+	return []string{CheckFirstRequest, CheckValidKeys, CheckReplay, CheckKeyReuse, CheckMissingKey, CheckInvalidKey,
+		CheckQuotedKey, CheckConcurrent, CheckInProgress, CheckPrincipalScope, CheckErrorNotStored, CheckProblemDetails}
 }
 
 func resultIDs(results []CheckResult) []string {
@@ -48,6 +48,8 @@ func TestRunConformance_BrokenServersFailExactlyTheirChecks(t *testing.T) {
 		flaw flaw
 		// hold gives the checker the server's slow-down hook.
 		hold bool
+		// idem grades this project's profile too.
+		idem bool
 		want []string
 	}{
 		{name: "correct server", flaw: flawNone, hold: true, want: nil},
@@ -57,9 +59,10 @@ func TestRunConformance_BrokenServersFailExactlyTheirChecks(t *testing.T) {
 		{name: "no fingerprint", flaw: flawNoFingerprint, want: []string{CheckKeyReuse}},
 		{name: "keys not scoped by principal", flaw: flawGlobalKeys, want: []string{CheckPrincipalScope}},
 		{name: "quotes kept in the key", flaw: flawRawQuotedKey, want: []string{CheckQuotedKey}},
-		{name: "409 without Retry-After", flaw: flawNoRetryAfter, hold: true, want: []string{CheckInProgress}},
+		{name: "409 without Retry-After", flaw: flawNoRetryAfter, hold: true, want: nil},
+		{name: "409 without Retry-After, idem profile", flaw: flawNoRetryAfter, hold: true, idem: true, want: []string{CheckRetryAfter}},
 		// Its 409s are no problem documents either: held, so one is always seen.
-		{name: "problems without problem+json", flaw: flawSloppyProblems, hold: true, want: []string{CheckInProgress, CheckProblemDetails}},
+		{name: "problems without problem+json", flaw: flawSloppyProblems, hold: true, want: []string{CheckProblemDetails}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,11 +74,16 @@ func TestRunConformance_BrokenServersFailExactlyTheirChecks(t *testing.T) {
 			if tt.hold {
 				opts.Hold = broken.hold
 			}
+			want := allIDs()
+			if tt.idem {
+				opts.Profile = ProfileIdem
+				want = append(want, CheckReplayHeader, CheckProblemTypes, CheckRetryAfter)
+			}
 
 			results, err := RunConformance(t.Context(), srv.URL, opts)
 			require.NoError(t, err)
 
-			require.Equal(t, allIDs(), resultIDs(results))
+			require.Equal(t, want, resultIDs(results))
 			assert.Equal(t, tt.want, failedIDs(results), "results: %+v", results)
 			for _, r := range results {
 				assert.NotEmpty(t, r.Detail, r.ID)
@@ -101,7 +109,7 @@ func TestRunConformance_NoIdempotencySkipsWhatItCannotJudge(t *testing.T) {
 		}
 	}
 	slices.Sort(skipped)
-	assert.Equal(t, []string{CheckInProgress, CheckPrincipalScope, CheckProblemDetails, CheckQuotedKey}, skipped)
+	assert.Equal(t, []string{CheckErrorNotStored, CheckInProgress, CheckProblemDetails, CheckQuotedKey}, skipped)
 }
 
 func TestRunConformance_CheckThenInsertReportsEveryEffect(t *testing.T) {
@@ -115,7 +123,7 @@ func TestRunConformance_CheckThenInsertReportsEveryEffect(t *testing.T) {
 
 	concurrent := results[slices.IndexFunc(results, func(r CheckResult) bool { return r.ID == CheckConcurrent })]
 	require.True(t, concurrent.Failed())
-	assert.Contains(t, concurrent.Detail, "distinct resources created for one key")
+	assert.Contains(t, concurrent.Detail, "made more than one effect")
 }
 
 func TestRunConformance_UnreachableServer(t *testing.T) {
@@ -256,11 +264,12 @@ func TestRunConformance_SlowHeaderProvokesInProgress(t *testing.T) {
 
 	results, err := RunConformance(t.Context(), srv.URL, ConformanceOptions{
 		SlowHeader: http.Header{slowHeaderName: {"1"}},
+		Profile:    ProfileIdem,
 	})
 	require.NoError(t, err)
-	assert.Equal(t, []string{CheckInProgress}, failedIDs(results), "results: %+v", results)
-	inProgress := results[slices.IndexFunc(results, func(r CheckResult) bool { return r.ID == CheckInProgress })]
-	assert.Contains(t, inProgress.Detail, "Retry-After")
+	assert.Equal(t, []string{CheckRetryAfter}, failedIDs(results), "results: %+v", results)
+	retryAfter := results[slices.IndexFunc(results, func(r CheckResult) bool { return r.ID == CheckRetryAfter })]
+	assert.Contains(t, retryAfter.Detail, "Retry-After")
 }
 
 func TestRunConformance_HoldErrorFailsInProgress(t *testing.T) {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"text/template"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemkit/idem/dialect"
 	"github.com/idemkit/idem/idemtest"
 )
 
@@ -29,6 +30,13 @@ type checkFlags struct {
 	bodyTemplate  string
 	contentType   string
 	concurrency   int
+	bursts        int
+	keyFormat     string
+	profile       string
+	dialect       string
+	listEndpoint  string
+	invalidBody   string
+	strict        bool
 	adminToken    string
 	json          bool
 	timeout       time.Duration
@@ -42,25 +50,46 @@ func newCheckCommand() *cobra.Command {
 		Use:   "check URL",
 		Short: "Check that a server honours the Idempotency-Key protocol",
 		Long: `Check runs the server-side checks of the idempotency protocol against the
-server at URL: replay with an identical body, key reuse with another body,
-missing and malformed keys, quoted keys, concurrent duplicates, 409 with
-Retry-After, scoping by principal, and RFC 9457 problem documents.
+server at URL: valid and malformed keys, replay with an identical body,
+key reuse with another body, missing and quoted keys, bursts of concurrent
+duplicates, duplicates while the original runs, scoping by principal, a
+validation error that must not burn the key, and RFC 9457 problems.
 
-Each check cites its PROTOCOL.md row and the section of
-draft-ietf-httpapi-idempotency-key-header-07. The checks create resources
-on the server. The exit status is non-zero when any check fails.`,
+Verdicts judge behaviour, not names: a replay is the same status and body
+with no new resource (counted through --list-endpoint), scope is two
+principals getting two resources. Each check has a level: MUST and SHOULD
+(draft-ietf-httpapi-idempotency-key-header-07, RFC 9110, RFC 9457) are
+graded by default; --profile idem adds this project's names (problem-type
+suffixes, Idempotent-Replayed, Retry-After). --dialect grades a provider's
+documented semantics instead (` + strings.Join(dialect.Names(), ", ") + `).
+
+The checks create resources on the server. Exit status: 0 every check
+passed, 1 a check failed (or, with --strict, was skipped), 2 the check could
+not run (bad flags, server unreachable). --json always prints one JSON
+document on stdout, errors included.`,
 		Example: `  idem check http://127.0.0.1:8080
-  idem check https://api.example.com --endpoint /v1/orders \
+  idem check http://127.0.0.1:8080 --profile idem --admin-token "$ADMIN"
+  idem check https://api.example.com --endpoint /v1/orders --list-endpoint /v1/orders \
     --header 'Authorization: Bearer sk_test_a' --second-header 'Authorization: Bearer sk_test_b' \
-    --body-template order.json.tmpl --json`,
-		Args:         cobra.ExactArgs(1),
+    --body-template order.json.tmpl --key-format ulid --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return f.cannotRun(cmd.OutOrStdout(), "", err)
+			}
+			return nil
+		},
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(cmd.Context(), cmd.OutOrStdout(), args[0], f)
 		},
 	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return f.cannotRun(cmd.OutOrStdout(), "", err)
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.endpoint, "endpoint", idemtest.DefaultConformanceEndpoint, "path of the guarded operation")
+	fl.StringVar(&f.listEndpoint, "list-endpoint", idemtest.DefaultConformanceListEndpoint,
+		`path of a GET listing the principal's resources, to count effects ("" for none)`)
 	fl.StringArrayVarP(&f.headers, "header", "H", nil,
 		"header 'Name: value' sent on every request, e.g. the first principal's Authorization (repeatable)")
 	fl.StringArrayVar(&f.secondHeaders, "second-header", nil,
@@ -69,47 +98,64 @@ on the server. The exit status is non-zero when any check fails.`,
 		"header 'Name: value' that makes the server hold a request, to observe 409 in-progress (repeatable)")
 	fl.StringVar(&f.bodyTemplate, "body-template", "",
 		"file with the request body as a Go template; {{.N}} is a number unique to each request")
+	fl.StringVar(&f.invalidBody, "invalid-body-template", "",
+		"file with a body the endpoint refuses (a validation error), as a Go template with {{.N}}")
 	fl.StringVar(&f.contentType, "content-type", idemtest.DefaultConformanceContentType, "Content-Type of the request bodies")
-	fl.IntVar(&f.concurrency, "concurrency", idemtest.DefaultConformanceConcurrency, "duplicates sent at once by the concurrency check")
+	fl.StringVar(&f.keyFormat, "key-format", idemtest.KeyFormatUUID,
+		"shape of the keys sent: "+strings.Join(idemtest.KeyFormats(), ", "))
+	fl.StringVar(&f.profile, "profile", idemtest.ProfileDraft,
+		"levels graded: draft (MUST and SHOULD) or idem (also this project's names)")
+	fl.StringVar(&f.dialect, "dialect", "draft", "provider semantics to grade against: "+strings.Join(dialect.Names(), ", "))
+	fl.IntVar(&f.bursts, "bursts", idemtest.DefaultConformanceBursts, "bursts of concurrent duplicates, each over a fresh key")
+	fl.IntVar(&f.concurrency, "burst-width", idemtest.DefaultConformanceConcurrency, "duplicates sent at once in each burst")
+	// --concurrency is the old name of --burst-width, kept for scripts;
+	// hidden rather than deprecated, whose notice would break --json.
+	fl.IntVar(&f.concurrency, "concurrency", idemtest.DefaultConformanceConcurrency, "the same as --burst-width")
+	_ = fl.MarkHidden("concurrency")
+	fl.BoolVar(&f.strict, "strict", false, "a skipped check fails the run")
 	fl.StringVar(&f.adminToken, "admin-token", "",
 		"admin token of a reference server (idem serve --admin-token): lets the check slow it to observe 409 in-progress")
-	fl.BoolVar(&f.json, "json", false, "print the results as JSON")
-	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "deadline for the whole run")
+	fl.BoolVar(&f.json, "json", false, "print the results as one JSON document")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "deadline for the whole run")
 	return cmd
 }
 
 // runCheck turns the flags into options, runs the checks and prints them.
 func runCheck(ctx context.Context, out io.Writer, baseURL string, f checkFlags) error {
 	if err := validateBaseURL(baseURL); err != nil {
-		return err
+		return f.cannotRun(out, baseURL, err)
 	}
 	opts, err := f.options()
 	if err != nil {
-		return err
+		return f.cannotRun(out, baseURL, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	if f.adminToken != "" {
 		h, err := newAdminHold(ctx, baseURL, f.adminToken)
 		if err != nil {
-			return err
+			return f.cannotRun(out, baseURL, err)
 		}
 		opts.Hold = h.hold
 	}
 	results, err := idemtest.RunConformance(ctx, baseURL, opts)
 	if err != nil {
-		return fmt.Errorf("check: %s", strings.TrimPrefix(err.Error(), "idemtest: "))
+		return f.cannotRun(out, baseURL, fmt.Errorf("check: %s", strings.TrimPrefix(err.Error(), "idemtest: ")))
 	}
 	if f.json {
-		err = writeCheckJSON(out, baseURL, results)
+		err = writeCheckJSON(out, f.report(baseURL, results, ""))
 	} else {
 		err = writeCheckTable(out, results)
 	}
 	if err != nil {
-		return fmt.Errorf("check: writing the report: %w", err)
+		return &exitError{code: exitCannotRun, err: fmt.Errorf("check: writing the report: %w", err)}
 	}
-	if n := countFailed(results); n > 0 {
-		return fmt.Errorf("check: %d of %d checks failed", n, len(results))
+	passed, failed, skipped := tally(results)
+	switch {
+	case failed > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("check: %d of %d checks failed", failed, len(results))}
+	case f.strict && skipped > 0:
+		return &exitError{code: exitFailed, err: fmt.Errorf("check: %d of %d checks skipped (--strict)", skipped, passed+skipped)}
 	}
 	return nil
 }
@@ -129,12 +175,33 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --timeout must be positive, got %s", f.timeout)
 	}
 	if f.concurrency < 1 {
-		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --concurrency must be at least 1, got %d", f.concurrency)
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --burst-width must be at least 1, got %d", f.concurrency)
+	}
+	if f.bursts < 1 {
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --bursts must be at least 1, got %d", f.bursts)
+	}
+	if !slices.Contains(idemtest.KeyFormats(), f.keyFormat) {
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --key-format %q: want one of %s", f.keyFormat, strings.Join(idemtest.KeyFormats(), ", "))
+	}
+	if f.profile != idemtest.ProfileDraft && f.profile != idemtest.ProfileIdem {
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --profile %q: want draft or idem", f.profile)
+	}
+	if _, err := dialect.ByName(f.dialect); err != nil && !strings.EqualFold(f.dialect, "idem") {
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --dialect: %w", err)
+	}
+	list := f.listEndpoint
+	if list == "" {
+		list = idemtest.NoListEndpoint
 	}
 	opts := idemtest.ConformanceOptions{
-		Endpoint:    f.endpoint,
-		ContentType: f.contentType,
-		Concurrency: f.concurrency,
+		Endpoint:     f.endpoint,
+		ListEndpoint: list,
+		ContentType:  f.contentType,
+		Concurrency:  f.concurrency,
+		Bursts:       f.bursts,
+		KeyFormat:    f.keyFormat,
+		Profile:      f.profile,
+		Dialect:      f.dialect,
 	}
 	var err error
 	if opts.Header, err = parseHeaders("--header", f.headers); err != nil {
@@ -147,7 +214,12 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 		return opts, err
 	}
 	if f.bodyTemplate != "" {
-		if opts.Body, err = loadBodyTemplate(f.bodyTemplate); err != nil {
+		if opts.Body, err = loadBodyTemplate("--body-template", f.bodyTemplate); err != nil {
+			return opts, err
+		}
+	}
+	if f.invalidBody != "" {
+		if opts.InvalidBody, err = loadBodyTemplate("--invalid-body-template", f.invalidBody); err != nil {
 			return opts, err
 		}
 	}
@@ -192,14 +264,14 @@ type bodyData struct {
 
 // loadBodyTemplate reads and parses a body template and proves, by
 // rendering two bodies, that it executes and gives distinct bodies.
-func loadBodyTemplate(path string) (func(int) []byte, error) {
+func loadBodyTemplate(flag, path string) (func(int) []byte, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("check: --body-template: %w", err)
+		return nil, fmt.Errorf("check: %s: %w", flag, err)
 	}
 	tmpl, err := template.New(path).Option("missingkey=error").Parse(string(text))
 	if err != nil {
-		return nil, fmt.Errorf("check: --body-template: %w", err)
+		return nil, fmt.Errorf("check: %s: %w", flag, err)
 	}
 	render := func(n int) ([]byte, error) {
 		var b bytes.Buffer
@@ -208,14 +280,14 @@ func loadBodyTemplate(path string) (func(int) []byte, error) {
 	}
 	first, err := render(0)
 	if err != nil {
-		return nil, fmt.Errorf("check: --body-template: %w", err)
+		return nil, fmt.Errorf("check: %s: %w", flag, err)
 	}
 	second, err := render(1)
 	if err != nil {
-		return nil, fmt.Errorf("check: --body-template: %w", err)
+		return nil, fmt.Errorf("check: %s: %w", flag, err)
 	}
 	if bytes.Equal(first, second) {
-		return nil, errors.New("check: --body-template must use {{.N}} so that each request body differs")
+		return nil, fmt.Errorf("check: %s must use {{.N}} so that each request body differs", flag)
 	}
 	return func(n int) []byte {
 		// Proven to execute above; the data is the same shape every time.
@@ -238,9 +310,9 @@ func resultWord(r idemtest.CheckResult) string {
 
 func writeCheckTable(out io.Writer, results []idemtest.CheckResult) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCHECK\tREF\tRESULT\tDETAIL")
+	fmt.Fprintln(tw, "ID\tLEVEL\tCHECK\tREF\tRESULT\tDETAIL")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Name, r.Ref, resultWord(r), oneLine(r.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Level, r.Name, r.Ref, resultWord(r), oneLine(r.Detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -250,20 +322,32 @@ func writeCheckTable(out io.Writer, results []idemtest.CheckResult) error {
 	return err
 }
 
-// checkReport is the --json output.
+// checkReport is the --json output: always one document, the error of a
+// run that could not happen included.
 type checkReport struct {
 	URL     string                 `json:"url"`
+	Profile string                 `json:"profile"`
+	Dialect string                 `json:"dialect"`
 	Passed  int                    `json:"passed"`
 	Failed  int                    `json:"failed"`
 	Skipped int                    `json:"skipped"`
+	Error   string                 `json:"error,omitempty"`
 	Checks  []idemtest.CheckResult `json:"checks"`
 }
 
-func writeCheckJSON(out io.Writer, baseURL string, results []idemtest.CheckResult) error {
+func (f checkFlags) report(baseURL string, results []idemtest.CheckResult, errText string) checkReport {
 	passed, failed, skipped := tally(results)
+	if results == nil {
+		results = []idemtest.CheckResult{}
+	}
+	return checkReport{URL: baseURL, Profile: f.profile, Dialect: f.dialect,
+		Passed: passed, Failed: failed, Skipped: skipped, Error: errText, Checks: results}
+}
+
+func writeCheckJSON(out io.Writer, report checkReport) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(checkReport{URL: baseURL, Passed: passed, Failed: failed, Skipped: skipped, Checks: results})
+	return enc.Encode(report)
 }
 
 func tally(results []idemtest.CheckResult) (passed, failed, skipped int) {
@@ -278,11 +362,6 @@ func tally(results []idemtest.CheckResult) (passed, failed, skipped int) {
 		}
 	}
 	return passed, failed, skipped
-}
-
-func countFailed(results []idemtest.CheckResult) int {
-	_, failed, _ := tally(results)
-	return failed
 }
 
 // oneLine keeps a detail on its table row.

@@ -68,14 +68,14 @@ func TestCheck_ReferenceServerPassesAndPrintsTable(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.GreaterOrEqual(t, len(lines), 12)
-	assert.Regexp(t, `^ID\s+CHECK\s+REF\s+RESULT\s+DETAIL$`, lines[0])
+	assert.Regexp(t, `^ID\s+LEVEL\s+CHECK\s+REF\s+RESULT\s+DETAIL$`, lines[0])
 	for _, id := range []string{idemtest.CheckFirstRequest, idemtest.CheckReplay, idemtest.CheckKeyReuse,
 		idemtest.CheckMissingKey, idemtest.CheckInvalidKey, idemtest.CheckQuotedKey, idemtest.CheckConcurrent,
 		idemtest.CheckPrincipalScope, idemtest.CheckProblemDetails} {
 		assert.Regexp(t, `(?m)^`+id+`\s.*\sPASS\s`, stdout)
 	}
 	assert.NotContains(t, stdout, "FAIL")
-	assert.Regexp(t, `10 checks: \d+ passed, 0 failed, \d+ skipped`, lines[len(lines)-1])
+	assert.Regexp(t, `12 checks: \d+ passed, 0 failed, \d+ skipped`, lines[len(lines)-1])
 }
 
 func TestCheck_BrokenServerExitsNonZero(t *testing.T) {
@@ -84,7 +84,7 @@ func TestCheck_BrokenServerExitsNonZero(t *testing.T) {
 
 	stdout, stderr, err := runCheckCLI(t, srv.URL)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "5 of 10 checks failed")
+	assert.Contains(t, err.Error(), "5 of 12 checks failed")
 	assertOneLine(t, stderr)
 	assert.Regexp(t, `(?m)^replay\s.*\sFAIL\s`, stdout)
 	assert.Regexp(t, `(?m)^concurrent-duplicates\s.*\sFAIL\s`, stdout)
@@ -115,12 +115,13 @@ func TestCheck_JSONParses(t *testing.T) {
 			var report checkReport
 			require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
 			assert.Equal(t, tt.url, report.URL)
-			assert.Len(t, report.Checks, 10)
+			assert.Len(t, report.Checks, 12)
 			assert.Equal(t, tt.wantFailed, report.Failed)
-			assert.Equal(t, 10, report.Passed+report.Failed+report.Skipped)
+			assert.Equal(t, 12, report.Passed+report.Failed+report.Skipped)
 			for _, c := range report.Checks {
 				assert.NotEmpty(t, c.ID)
 				assert.NotEmpty(t, c.Ref)
+				assert.Contains(t, []string{idemtest.LevelMust, idemtest.LevelShould}, c.Level)
 			}
 		})
 	}
@@ -160,7 +161,12 @@ func TestCheck_BadArgumentsAreOneLineAndSendNothing(t *testing.T) {
 		{"header without colon", []string{srv.URL, "--header", "Authorization Bearer x"}, "--header"},
 		{"bad header name", []string{srv.URL, "--second-header", "Bad Name: x"}, "--second-header"},
 		{"zero timeout", []string{srv.URL, "--timeout", "0s"}, "--timeout"},
-		{"zero concurrency", []string{srv.URL, "--concurrency", "0"}, "--concurrency"},
+		{"zero concurrency", []string{srv.URL, "--concurrency", "0"}, "--burst-width"},
+		{"zero bursts", []string{srv.URL, "--bursts", "0"}, "--bursts"},
+		{"unknown key format", []string{srv.URL, "--key-format", "guid"}, "--key-format"},
+		{"unknown profile", []string{srv.URL, "--profile", "full"}, "--profile"},
+		{"unknown dialect", []string{srv.URL, "--dialect", "acme"}, "--dialect"},
+		{"list endpoint without slash", []string{srv.URL, "--list-endpoint", "v1/payments"}, "list endpoint"},
 		{"endpoint without slash", []string{srv.URL, "--endpoint", "v1/payments"}, "endpoint"},
 		{"missing template", []string{srv.URL, "--body-template", filepath.Join(dir, "nope")}, "--body-template"},
 		{"template without N", []string{srv.URL, "--body-template", constant}, "{{.N}}"},
@@ -229,7 +235,7 @@ func TestCheck_AdminTokenMakesEveryCheckPass(t *testing.T) {
 	stdout, stderr, err := runCheckCLI(t, srv.URL, "--admin-token", "admin-secret", "--concurrency", "8")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Regexp(t, `(?m)^in-progress\s.*\sPASS\s`, stdout)
-	assert.Contains(t, stdout, "10 checks: 10 passed, 0 failed, 0 skipped")
+	assert.Contains(t, stdout, "12 checks: 12 passed, 0 failed, 0 skipped")
 	assert.Zero(t, ref.Faults().Snapshot().HandlerDelay, "the hold is released after the run")
 }
 

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,6 +16,12 @@ func main() {
 	err := newRootCommand(os.Getenv).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		os.Exit(1) // cobra has printed the error
+		// cobra has printed the error; a command may ask for its own
+		// status (idem check: 2 when it could not run).
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
+		os.Exit(1)
 	}
 }
