@@ -62,7 +62,7 @@ func (s *Store) CreateOperation(ctx context.Context, op testserver.Operation, c 
 func (s *Store) withCompletion(ctx context.Context, c *testserver.Completion, insert func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if c != nil {
-			if err := s.complete(ctx, tx, *c); err != nil {
+			if err := s.CompleteTx(ctx, tx, *c); err != nil {
 				return err
 			}
 		}

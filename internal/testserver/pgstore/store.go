@@ -3,58 +3,54 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemkit/idem/internal/pgpool"
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server/pgstore"
 )
 
-// Store is a testserver.Store in PostgreSQL. It is safe for concurrent
-// use, and any number of Stores (in one process or many) may share one
+// Store is a testserver.Store in PostgreSQL: the idempotency records of
+// server/pgstore, and the payments API's tables beside them in the same
+// schema, each effect committed with its key through CompleteTx. It is
+// safe for concurrent use, and any number of Stores may share one
 // database and schema.
 type Store struct {
-	pool   *pgxpool.Pool
-	q      queries
-	grace  time.Duration // how long Sweep leaves a reservation past its lease
-	logger *slog.Logger
+	*pgstore.Store
+	pool *pgxpool.Pool
+	q    queries
 }
 
 var _ testserver.Store = (*Store)(nil)
 
-// Open connects to the database named by dsn (a postgres:// URL or a
-// key=value string), creates the store's schema if it is missing and
-// returns the store. It fails, rather than returning a store that fails
-// later, when the database cannot be reached.
+// The options of server/pgstore, which Open takes.
+type Option = pgstore.Option
+
+// DefaultSchema is the schema Open uses unless WithSchema says otherwise.
+const DefaultSchema = pgstore.DefaultSchema
+
+var (
+	WithSchema           = pgstore.WithSchema
+	WithLogger           = pgstore.WithLogger
+	WithConnectTimeout   = pgstore.WithConnectTimeout
+	WithMaxConns         = pgstore.WithMaxConns
+	WithReservationGrace = pgstore.WithReservationGrace
+)
+
+// Open opens server/pgstore on dsn and creates the payments tables in
+// its schema if they are missing.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	cfg, err := newConfig(opts)
+	records, err := pgstore.Open(ctx, dsn, opts...)
 	if err != nil {
 		return nil, err
 	}
-	poolCfg, err := pgpool.Config(dsn, cfg.connectTimeout, cfg.maxConns)
-	if err != nil {
-		// pgx redacts the password from the DSN it quotes.
-		return nil, fmt.Errorf("pgstore: invalid DSN: %w", err)
+	pool := records.Pool()
+	if err := migrate(ctx, pool, records.Schema()); err != nil {
+		_ = records.Close()
+		return nil, fmt.Errorf("pgstore: open schema %q: %w", records.Schema(), err)
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: %w", err)
-	}
-	if err := migrate(ctx, pool, cfg.schema); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("pgstore: open schema %q: %w", cfg.schema, err)
-	}
-	cfg.logger.Debug("pgstore opened", "schema", cfg.schema)
-	return &Store{pool: pool, q: newQueries(cfg.schema), grace: cfg.grace, logger: cfg.logger}, nil
-}
-
-// Close closes the pool, waiting for connections in use to be returned.
-func (s *Store) Close() error {
-	s.pool.Close()
-	return nil
+	return &Store{Store: records, pool: pool, q: newQueries(records.Schema())}, nil
 }
 
 // table returns the quoted, schema-qualified name of one of the tables.

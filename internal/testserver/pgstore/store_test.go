@@ -183,9 +183,9 @@ func TestPoolSize(t *testing.T) {
 	schema := newSchema(t, dsn)
 	// The test DSN caps pools; the default shows on a DSN without the cap.
 	s := openStore(t, testenv.DirectDSN(dsn), schema)
-	assert.Equal(t, pgpool.DefaultMaxConns, s.pool.Stat().MaxConns(), "the default pool covers concurrent requests, not CPUs")
+	assert.Equal(t, pgpool.DefaultMaxConns, s.Pool().Stat().MaxConns(), "the default pool covers concurrent requests, not CPUs")
 	s = openStore(t, dsn, schema, WithMaxConns(5))
-	assert.Equal(t, int32(5), s.pool.Stat().MaxConns())
+	assert.Equal(t, int32(5), s.Pool().Stat().MaxConns())
 }
 
 func TestRejectsBadArguments(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // DefaultSchema is the schema Open uses unless WithSchema says otherwise.
@@ -33,7 +33,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) (config, error) {
-	cfg := config{schema: DefaultSchema, connectTimeout: defaultConnectTimeout, grace: testserver.DefaultReservationGrace}
+	cfg := config{schema: DefaultSchema, connectTimeout: defaultConnectTimeout, grace: server.DefaultReservationGrace}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
@@ -83,7 +83,7 @@ func WithMaxConns(n int32) Option {
 }
 
 // WithReservationGrace sets how long a reservation stays after its lease
-// ended (default testserver.DefaultReservationGrace) before Sweep deletes
+// ended (default server.DefaultReservationGrace) before Sweep deletes
 // it as abandoned. Until then a retry with the same payload can take it
 // over. It must be at least a microsecond, the database's resolution.
 func WithReservationGrace(d time.Duration) Option {

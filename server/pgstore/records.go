@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // reserveAttempts bounds Reserve's loop. The loop only repeats when the
@@ -23,8 +23,8 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Reserve implements testserver.Store.
-func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, fingerprint string, lease time.Duration) (*testserver.Reservation, *testserver.Record, error) {
+// Reserve implements server.Store.
+func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprint string, lease time.Duration) (*server.Reservation, *server.Record, error) {
 	if key == "" || fingerprint == "" {
 		return nil, nil, errors.New("pgstore: reserve needs a key and a fingerprint")
 	}
@@ -42,8 +42,8 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 			scope.Principal, scope.Method, scope.Route, key, fingerprint, token, lease.Microseconds(),
 		).Scan(&reserved)
 		if err == nil {
-			s.logger.Debug("pgstore: key reserved", "key_hash", testserver.KeyHash(key))
-			return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+			s.logger.Debug("pgstore: key reserved", "key_hash", server.KeyHash(key))
+			return &server.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return nil, nil, fmt.Errorf("pgstore: reserve: %w", err)
@@ -61,7 +61,7 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 
 // record reads the record of (scope, key); pgx.ErrNoRows when there is
 // none.
-func (s *Store) record(ctx context.Context, scope testserver.Scope, key string) (*testserver.Record, error) {
+func (s *Store) record(ctx context.Context, scope server.Scope, key string) (*server.Record, error) {
 	var (
 		state          string
 		token, rid     *string
@@ -69,19 +69,19 @@ func (s *Store) record(ctx context.Context, scope testserver.Scope, key string) 
 		status         *int32
 		header, body   []byte
 	)
-	rec := &testserver.Record{Scope: scope, Key: key}
+	rec := &server.Record{Scope: scope, Key: key}
 	err := s.pool.QueryRow(ctx, s.q.selectRecord, scope.Principal, scope.Method, scope.Route, key).Scan(
 		&rec.Fingerprint, &state, &token, &lease, &status, &header, &body, &rid, &rec.CreatedAt, &expires)
 	if err != nil {
 		return nil, err
 	}
-	rec.State = testserver.RecordState(state)
+	rec.State = server.RecordState(state)
 	rec.Token = deref(token)
 	rec.LeaseExpires = deref(lease)
 	rec.ExpiresAt = deref(expires)
 	if status != nil {
-		resp := &testserver.Response{Status: int(*status), Body: body, ResourceID: deref(rid)}
-		if resp.Header, err = testserver.DecodeHeader(header); err != nil {
+		resp := &server.Response{Status: int(*status), Body: body, ResourceID: deref(rid)}
+		if resp.Header, err = server.DecodeHeader(header); err != nil {
 			return nil, err
 		}
 		rec.Response = resp
@@ -89,8 +89,8 @@ func (s *Store) record(ctx context.Context, scope testserver.Scope, key string) 
 	return rec, nil
 }
 
-// Complete implements testserver.Store.
-func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
+// Complete implements server.Store.
+func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 	if err := s.complete(ctx, s.pool, c); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
@@ -99,15 +99,15 @@ func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
 
 // complete is the compare-and-set that turns c's reservation into a
 // completed record, on the pool or inside a caller's transaction.
-func (s *Store) complete(ctx context.Context, db execer, c testserver.Completion) error {
+func (s *Store) complete(ctx context.Context, db execer, c server.Completion) error {
 	// Timestamps are microseconds in PostgreSQL.
-	if err := testserver.ValidateCompletion(c, time.Microsecond); err != nil {
+	if err := server.ValidateCompletion(c, time.Microsecond); err != nil {
 		return err
 	}
 	if err := checkText("resource id", c.Response.ResourceID); err != nil {
 		return err
 	}
-	header, err := testserver.EncodeHeader(c.Response.Header)
+	header, err := server.EncodeHeader(c.Response.Header)
 	if err != nil {
 		return err
 	}
@@ -119,26 +119,26 @@ func (s *Store) complete(ctx context.Context, db execer, c testserver.Completion
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", testserver.KeyHash(r.Key))
-		return testserver.ErrFenced
+		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", server.KeyHash(r.Key))
+		return server.ErrFenced
 	}
 	return nil
 }
 
-// Release implements testserver.Store.
-func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
+// Release implements server.Store.
+func (s *Store) Release(ctx context.Context, r server.Reservation) error {
 	tag, err := s.pool.Exec(ctx, s.q.release, r.Scope.Principal, r.Scope.Method, r.Scope.Route, r.Key, r.Token)
 	if err != nil {
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		s.logger.Info("pgstore: stale owner fenced on release", "key_hash", testserver.KeyHash(r.Key))
-		return fmt.Errorf("pgstore: release: %w", testserver.ErrFenced)
+		s.logger.Info("pgstore: stale owner fenced on release", "key_hash", server.KeyHash(r.Key))
+		return fmt.Errorf("pgstore: release: %w", server.ErrFenced)
 	}
 	return nil
 }
 
-// Sweep implements testserver.Store: it deletes at most limit records in
+// Sweep implements server.Store: it deletes at most limit records in
 // one statement, completed records past their retention (oldest expiry
 // first), then reservations whose lease ended more than the reservation
 // grace ago (oldest lease first), both judged by the database clock. Call

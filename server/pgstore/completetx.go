@@ -1,0 +1,36 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemkit/idem/server"
+)
+
+// CompleteTx completes c's reservation inside tx, the caller's
+// transaction, so the handler's effect and the key's answer commit
+// together: after a crash both are there or neither is. It is the
+// compare-and-set of Complete: ErrFenced (nothing written, roll back)
+// when c's token no longer owns the key. Call it before the effect's own
+// writes: it locks the key's row, so a retry that takes the lease over
+// waits for this transaction or fences it. tx must be on this store's
+// database. The caller commits; then it calls Held.MarkCompleted and
+// answers c.Response:
+//
+//	held, _ := server.HeldFrom(r.Context())
+//	resp := server.Response{Status: 201, Header: h, Body: body}
+//	err := pgx.BeginFunc(ctx, store.Pool(), func(tx pgx.Tx) error {
+//		if err := store.CompleteTx(ctx, tx, *held.Completion(resp)); err != nil {
+//			return err
+//		}
+//		_, err := tx.Exec(ctx, `INSERT INTO orders ...`)
+//		return err
+//	})
+func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, c server.Completion) error {
+	if err := s.complete(ctx, tx, c); err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
+	}
+	return nil
+}

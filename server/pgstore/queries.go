@@ -1,0 +1,75 @@
+package pgstore
+
+import "fmt"
+
+// queries holds the store's SQL with the schema's table names filled in
+// once, at Open.
+type queries struct {
+	reserve, selectRecord, complete, release, sweep string
+}
+
+// Every time below comes from clock_timestamp(): the database's clock,
+// read when the statement runs, so no replica's clock ever decides a
+// lease or a retention.
+func newQueries(schema string) queries {
+	records := table(schema, "idempotency_records")
+	return queries{
+		// One statement: create-if-absent on the unique constraint, or take
+		// over a record whose lease expired (same fingerprint only: another
+		// payload under the key is a reused key) or whose retention ended.
+		// No row back means the existing record stands.
+		reserve: fmt.Sprintf(`
+INSERT INTO %[1]s AS r (principal, method, route, key, fingerprint, state, token, lease_expires, created_at)
+VALUES ($1, $2, $3, $4, $5, 'reserved', $6, clock_timestamp() + $7 * interval '1 microsecond', clock_timestamp())
+ON CONFLICT ON CONSTRAINT idempotency_records_scope_key DO UPDATE SET
+	fingerprint = EXCLUDED.fingerprint, state = 'reserved', token = EXCLUDED.token,
+	lease_expires = EXCLUDED.lease_expires, created_at = EXCLUDED.created_at,
+	response_status = NULL, response_header = NULL, response_body = NULL,
+	resource_id = NULL, expires_at = NULL
+WHERE (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() AND r.fingerprint = EXCLUDED.fingerprint)
+   OR (r.state = 'completed' AND r.expires_at <= clock_timestamp())
+RETURNING true`, records),
+
+		selectRecord: fmt.Sprintf(`
+SELECT fingerprint, state, token, lease_expires, response_status, response_header,
+       response_body, resource_id, created_at, expires_at
+FROM %[1]s WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4`, records),
+
+		complete: fmt.Sprintf(`
+UPDATE %[1]s SET state = 'completed', token = NULL, lease_expires = NULL,
+	response_status = $6, response_header = $7, response_body = $8, resource_id = $9,
+	expires_at = clock_timestamp() + $10 * interval '1 microsecond'
+WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
+  AND state = 'reserved' AND token = $5`, records),
+
+		release: fmt.Sprintf(`
+DELETE FROM %[1]s
+WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
+  AND state = 'reserved' AND token = $5`, records),
+
+		// $1 is the batch size, $2 the reservation grace in microseconds.
+		// The batch is chosen once, in materialized CTEs: a LIMIT subquery
+		// joined in USING may be rescanned and pick more rows. Expired
+		// completed records go first, abandoned reservations fill what is
+		// left of the batch; each has its partial index. SKIP LOCKED lets
+		// concurrent sweeps (one per replica) share the work; the outer
+		// condition is checked again so a record taken over meanwhile is
+		// left alone.
+		sweep: fmt.Sprintf(`
+WITH expired AS MATERIALIZED (
+	SELECT principal, method, route, key FROM %[1]s
+	WHERE state = 'completed' AND expires_at <= clock_timestamp()
+	ORDER BY expires_at LIMIT $1
+	FOR UPDATE SKIP LOCKED
+), abandoned AS MATERIALIZED (
+	SELECT principal, method, route, key FROM %[1]s
+	WHERE state = 'reserved' AND lease_expires <= clock_timestamp() - $2 * interval '1 microsecond'
+	ORDER BY lease_expires LIMIT $1 - (SELECT count(*) FROM expired)
+	FOR UPDATE SKIP LOCKED
+)
+DELETE FROM %[1]s AS r USING (SELECT * FROM expired UNION ALL SELECT * FROM abandoned) AS due
+WHERE r.principal = due.principal AND r.method = due.method AND r.route = due.route AND r.key = due.key
+  AND ((r.state = 'completed' AND r.expires_at <= clock_timestamp())
+    OR (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() - $2 * interval '1 microsecond'))`, records),
+	}
+}
