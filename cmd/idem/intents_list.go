@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -33,13 +34,17 @@ func newIntentsListCommand(env *intentsEnv) *cobra.Command {
 		Long: `List prints one row per intent, oldest first: its idempotency key, business
 name, state, request method and URL, the attempts made over its life, its
 age, and the stored answer's status or the last error. Bodies are never
-printed here; use show.`,
+printed here; use show.
+
+A damaged record (one that fails its checksum) is left out of the rows and
+named on stderr, "damaged record KEYREF: why", and the exit status is
+non-zero.`,
 		Example: `  idem intents list
   idem intents list --state pending,accepted --older-than 1h
   idem intents list --json | jq '.[].key'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runList(cmd.Context(), cmd.OutOrStdout(), env, f)
+			return runList(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), env, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -67,7 +72,9 @@ func (f listFlags) filter(now time.Time) (keystore.Filter, error) {
 	return filter, nil
 }
 
-func runList(ctx context.Context, out io.Writer, env *intentsEnv, f listFlags) error {
+// runList prints the intents; damaged records, left out by the store, are
+// named on errOut after the listing, with a non-zero exit.
+func runList(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f listFlags) error {
 	filter, err := f.filter(env.now())
 	if err != nil {
 		return err
@@ -77,18 +84,23 @@ func runList(ctx context.Context, out io.Writer, env *intentsEnv, f listFlags) e
 		return err
 	}
 	defer st.Close()
-	recs, err := st.List(ctx, filter)
+	recs, listErr := st.List(ctx, filter)
+	var damaged *keystore.CorruptRecordsError
+	if listErr != nil && !errors.As(listErr, &damaged) {
+		return fmt.Errorf("listing intents in %s: %w", env.ks.display(), listErr)
+	}
+	switch {
+	case f.json:
+		err = writeListJSON(out, recs)
+	case len(recs) == 0 && damaged == nil:
+		_, err = fmt.Fprintf(out, "no intents in %s match\n", env.ks.display())
+	case len(recs) > 0:
+		err = writeListTable(out, recs, env.now())
+	}
 	if err != nil {
-		return fmt.Errorf("listing intents in %s: %w", env.ks.display(), err)
-	}
-	if f.json {
-		return writeListJSON(out, recs)
-	}
-	if len(recs) == 0 {
-		_, err := fmt.Fprintf(out, "no intents in %s match\n", env.ks.display())
 		return err
 	}
-	return writeListTable(out, recs, env.now())
+	return reportDamaged(errOut, env.ks.display(), listErr)
 }
 
 func writeListJSON(out io.Writer, recs []*keystore.Record) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -48,7 +49,7 @@ passed. Older intents, and tombstones past the retention, are deleted.
   idem intents purge --older-than 1h --force --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPurge(cmd.Context(), cmd.OutOrStdout(), env, f)
+			return runPurge(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), env, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -87,7 +88,9 @@ type purgeReport struct {
 	keystore.PurgeResult
 }
 
-func runPurge(ctx context.Context, out io.Writer, env *intentsEnv, f purgeFlags) error {
+// runPurge purges and reports; damaged records, which a purge leaves
+// alone, are named on errOut with a non-zero exit.
+func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f purgeFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -104,10 +107,19 @@ func runPurge(ctx context.Context, out io.Writer, env *intentsEnv, f purgeFlags)
 	} else {
 		res, err = st.Purge(ctx, req)
 	}
-	if err != nil {
+	var damaged *keystore.CorruptRecordsError
+	if err != nil && !errors.As(err, &damaged) {
 		return fmt.Errorf("purging %s (%d deleted, %d tombstoned before the error): %w",
 			env.ks.display(), res.Deleted, res.Tombstoned, err)
 	}
+	if werr := writePurge(out, env, f, res); werr != nil {
+		return werr
+	}
+	return reportDamaged(errOut, env.ks.display(), err)
+}
+
+// writePurge prints what a purge did (or would do).
+func writePurge(out io.Writer, env *intentsEnv, f purgeFlags, res keystore.PurgeResult) error {
 	rep := purgeReport{Keystore: env.ks.display(), OlderThan: shortDuration(f.olderThan),
 		Retention: shortDuration(f.retention), DryRun: f.dryRun, PurgeResult: res}
 	if f.json {
@@ -132,11 +144,14 @@ func writePurgeReport(out io.Writer, rep purgeReport) error {
 	return err
 }
 
-// countPurge counts what Store.Purge(ctx, req) would do.
+// countPurge counts what Store.Purge(ctx, req) would do, and returns the
+// list's *CorruptRecordsError, if any, with the counts: a purge leaves
+// damaged records alone.
 func countPurge(ctx context.Context, st keystore.Store, req keystore.PurgeRequest) (keystore.PurgeResult, error) {
 	var res keystore.PurgeResult
 	recs, err := st.List(ctx, keystore.Filter{})
-	if err != nil {
+	var damaged *keystore.CorruptRecordsError
+	if err != nil && !errors.As(err, &damaged) {
 		return res, err
 	}
 	for _, r := range recs {
@@ -147,7 +162,7 @@ func countPurge(ctx context.Context, st keystore.Store, req keystore.PurgeReques
 			res.Tombstoned++
 		}
 	}
-	return res, nil
+	return res, err
 }
 
 func plural(n int, one, many string) string {

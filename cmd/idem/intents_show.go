@@ -114,6 +114,10 @@ func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName stri
 	if errors.Is(err, keystore.ErrNotFound) {
 		return fmt.Errorf("no intent with key or name %q in %s", keyOrName, env.ks.display())
 	}
+	var damaged *keystore.CorruptRecordsError
+	if errors.Is(err, keystore.ErrCorrupt) && !errors.As(err, &damaged) {
+		return fmt.Errorf("intent %q in %s is damaged and not shown: %s", keyOrName, env.ks.display(), damagedWhy("", err))
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
 	}
@@ -147,10 +151,13 @@ func findIntent(ctx context.Context, st keystore.Store, keyOrName string) (*keys
 			found = append(found, r)
 		}
 	}
-	switch len(found) {
-	case 0:
+	switch {
+	case len(found) == 0 && err != nil:
+		// Damaged records were left out: one of them may be it.
+		return nil, fmt.Errorf("no readable intent with key or name %q: %w", keyOrName, err)
+	case len(found) == 0:
 		return nil, fmt.Errorf("%w: no intent with key or name %q", keystore.ErrNotFound, keyOrName)
-	case 1:
+	case len(found) == 1:
 		return found[0], nil
 	}
 	return nil, fmt.Errorf("%d intents are named %q, one per principal: give the key of the one you mean", len(found), keyOrName)
