@@ -223,24 +223,22 @@ func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, 
 		}
 		return out, nil, nil
 	}
-	// The store is listed directly, not through client.Pending, which
-	// drops the good records a *keystore.CorruptRecordsError comes with.
-	filter := keystore.Filter{States: []keystore.State{keystore.Pending, keystore.Accepted}}
-	if f.olderThan > 0 {
-		filter.CreatedBefore = env.now().Add(-f.olderThan)
-	}
-	recs, err := st.List(ctx, filter)
+	// Pending returns the intents it could read together with a
+	// *keystore.CorruptRecordsError naming the damaged records.
+	pending, err := client.Pending(ctx)
 	bad := damagedRecords(err)
 	if err != nil && bad == nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
 	}
-	out := make([]*idem.Intent, 0, len(recs))
-	for _, rec := range recs {
-		in, err := client.Resume(ctx, rec.Key)
-		if err != nil {
-			return nil, nil, err
+	if f.olderThan == 0 {
+		return pending, bad, nil
+	}
+	cutoff := env.now().Add(-f.olderThan)
+	var out []*idem.Intent
+	for _, in := range pending {
+		if in.CreatedAt.Before(cutoff) {
+			out = append(out, in)
 		}
-		out = append(out, in)
 	}
 	return out, bad, nil
 }
