@@ -60,7 +60,9 @@ func WithClaimLease(d time.Duration) Option {
 // shared keystore, as an operator sees it in the keystore.
 func (c *Client) ClaimOwner() string { return c.cfg.claims.owner }
 
-// ClaimPending is the worker loop's source of intents: it claims up to
+// ClaimPending is the worker loop's source of intents (with a damaged
+// record among them, the sound ones come back together with an error
+// matching keystore.ErrCorrupt that names the damaged): it claims up to
 // limit unsettled intents that no other live worker holds, oldest first,
 // and returns them. Call Do on each; Do keeps the claim while it runs and
 // releases it when it returns. An intent not passed to Do stays claimed
@@ -85,12 +87,18 @@ func (c *Client) ClaimPending(ctx context.Context, limit int) ([]*Intent, error)
 		return pending, err
 	}
 	recs, err := claimer.Claim(ctx, c.cfg.claims.owner, c.cfg.claims.lease, limit)
-	if err != nil {
+	var damaged *keystore.CorruptRecordsError
+	if err != nil && !errors.As(err, &damaged) {
 		return nil, fmt.Errorf("idem: claiming pending intents: %w", err)
 	}
 	out := make([]*Intent, len(recs))
 	for i, r := range recs {
 		out[i] = intentFromRecord(r)
+	}
+	if damaged != nil {
+		// The sound intents are claimed and handed out; the damaged ones
+		// are named, never sent.
+		return out, fmt.Errorf("idem: claiming pending intents: %w", damaged)
 	}
 	return out, nil
 }
