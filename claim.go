@@ -60,14 +60,14 @@ func WithClaimLease(d time.Duration) Option {
 // shared keystore, as an operator sees it in the keystore.
 func (c *Client) ClaimOwner() string { return c.cfg.claims.owner }
 
-// ClaimPending is the worker loop's source of intents (with a damaged
-// record among them, the sound ones come back together with an error
-// matching keystore.ErrCorrupt that names the damaged): it claims up to
+// ClaimPending is the worker loop's source of intents: it claims up to
 // limit unsettled intents that no other live worker holds, oldest first,
 // and returns them. Call Do on each; Do keeps the claim while it runs and
 // releases it when it returns. An intent not passed to Do stays claimed
 // until the lease runs out. An empty result means there is nothing to take
-// now.
+// now. When damaged records are among them, the sound intents come back
+// together with an error matching keystore.ErrCorrupt that names the
+// damaged ones.
 //
 // With a keystore that does not implement keystore.Claimer (bbolt, memory:
 // one process owns them), it returns the first limit intents of Pending.
