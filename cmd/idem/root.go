@@ -20,6 +20,7 @@ protocol, checks other servers against it, and manages client keystores.`,
 		newServeCommand(getenv),
 		newCheckCommand(),
 		newIntentsCommand(getenv),
+		newVersionCommand(),
 	)
 	return root
 }
