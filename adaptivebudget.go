@@ -23,17 +23,31 @@ const (
 	// DefaultAdaptiveMaxDelay is the longest a retry is deferred while it
 	// waits for the tokens that coming accepts will bring.
 	DefaultAdaptiveMaxDelay = 10 * time.Second
+	// DefaultAdaptivePatience is how long failures without any accept are
+	// taken for a server whose successes are still on their way (a
+	// rejection comes back faster than a success), not for one that is
+	// down.
+	DefaultAdaptivePatience = 500 * time.Millisecond
 )
 
-// AdaptiveBudgetConfig sets an AdaptiveBudget. A zero field takes its
-// default (the DefaultAdaptive constants); a negative one means none: no
-// tokens, no refill, or (MaxDelay) no deferred retries.
+// AdaptiveBudgetConfig sets an AdaptiveBudget (its godoc gives the
+// rule). A zero field takes its default (the DefaultAdaptive constants);
+// a negative one means none: no tokens, no refill, no deferred retries,
+// or no patience.
 type AdaptiveBudgetConfig struct {
-	Capacity     float64
-	Ratio        float64
+	// Capacity is C, the most tokens, and the tokens at the start.
+	Capacity float64
+	// Ratio is r, the tokens each accepted attempt brings.
+	Ratio float64
+	// MinPerSecond is m, the tokens added every second regardless.
 	MinPerSecond float64
-	Window       time.Duration
-	MaxDelay     time.Duration
+	// Window is W, how far back requests and accepts count.
+	Window time.Duration
+	// MaxDelay is D, the longest deferral for tokens.
+	MaxDelay time.Duration
+	// Patience is P, how long failures without accepts are not yet
+	// taken for a server that is down.
+	Patience time.Duration
 }
 
 // AdaptiveBudget is the Client's default retry budget. It tells an
@@ -41,7 +55,8 @@ type AdaptiveBudgetConfig struct {
 // down (none do), for one Client shared by any number of goroutines, and
 // paces retries in the first case instead of refusing them.
 //
-// The rule, with capacity C, ratio r, floor m, window W and max delay D:
+// The rule, with capacity C, ratio r, floor m, window W, max delay D and
+// patience P:
 //
 //   - A token bucket of at most C tokens, full at the start. Each accepted
 //     attempt adds r tokens (gRPC retry throttling's token_ratio), and m
@@ -50,8 +65,15 @@ type AdaptiveBudgetConfig struct {
 //   - A retry that finds a token is granted at once, with the backoff's
 //     wait.
 //   - A retry that finds none is refused when the last W saw no accepted
-//     attempt: the server is down, so it costs at most one attempt per call
-//     beyond C plus m retries per second.
+//     attempt, over at least P: the server is down, so it costs at most
+//     one attempt per call beyond C plus m retries per second. Watched
+//     for less than P, the retry is granted and deferred by what is left
+//     of P, as long as the bucket owes no more than C: a rejection comes
+//     back faster than a success, so a herd's first failures arrive
+//     before its first successes. A herd of up to about 2C callers
+//     released at once is thus never refused for a slow first success,
+//     and an outage costs at most 2C retries before the floor's m a
+//     second (which repays that debt first).
 //   - Otherwise (overload: some attempts are accepted) the retry borrows
 //     the token, so the bucket goes below zero, and is deferred until the
 //     refill should have repaid the debt: debt / (r·a + m), a being the
@@ -96,12 +118,8 @@ func NewAdaptiveBudget(cfg AdaptiveBudgetConfig) *AdaptiveBudget {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultAdaptiveWindow
 	}
-	switch {
-	case cfg.MaxDelay == 0:
-		cfg.MaxDelay = DefaultAdaptiveMaxDelay
-	case cfg.MaxDelay < 0:
-		cfg.MaxDelay = 0
-	}
+	cfg.MaxDelay = durationOrDefault(cfg.MaxDelay, DefaultAdaptiveMaxDelay)
+	cfg.Patience = durationOrDefault(cfg.Patience, DefaultAdaptivePatience)
 	return &AdaptiveBudget{
 		cfg:      cfg,
 		sliceLen: max(cfg.Window/budgetSlices, 1),
@@ -120,6 +138,17 @@ func orDefault(v, def float64) float64 {
 	return v
 }
 
+// durationOrDefault is d, or def for 0, or 0 for a negative d.
+func durationOrDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // AllowRetry implements RetryBudget with the rule of AdaptiveBudget.
 func (b *AdaptiveBudget) AllowRetry(now time.Time, wait, limit time.Duration) (time.Duration, bool) {
 	if b == nil {
@@ -135,12 +164,22 @@ func (b *AdaptiveBudget) AllowRetry(now time.Time, wait, limit time.Duration) (t
 		return wait, true
 	}
 	w := b.window(now)
-	rate := b.cfg.MinPerSecond
-	if w.accepts > 0 {
-		rate += b.cfg.Ratio * w.acceptRate(now)
+	if w.accepts == 0 {
+		watched := now.Sub(w.first)
+		if watched >= b.cfg.Patience || b.tokens-1 < -b.cfg.Capacity ||
+			(limit > 0 && wait+b.cfg.Patience-watched >= limit) {
+			s.refused++ // down
+			return 0, false
+		}
+		// Too early to tell: the retry goes once the evidence is in,
+		// still spread by its backoff.
+		b.tokens--
+		s.retries++
+		return wait + b.cfg.Patience - watched, true
 	}
-	if w.accepts == 0 || rate <= 0 {
-		s.refused++ // down, or nothing would ever repay the debt
+	rate := b.cfg.MinPerSecond + b.cfg.Ratio*w.acceptRate(now)
+	if rate <= 0 {
+		s.refused++ // nothing would ever repay the debt
 		return 0, false
 	}
 	need := time.Duration(math.Min((1-b.tokens)/rate, math.MaxInt64/2/float64(time.Second)) * float64(time.Second))
@@ -191,18 +230,30 @@ func (b *AdaptiveBudget) sliceIndex(now time.Time) int64 {
 	return int64(max(now.Sub(b.epoch), 0) / b.sliceLen)
 }
 
-// windowStats sums the slices of the last window.
+// windowStats sums the slices of the last window, and of its last two
+// slices (recent).
 type windowStats struct {
 	requests, accepts, retries, refused int64
 	first                               time.Time // the oldest event counted
+	recentAccepts                       int64
+	recentFirst                         time.Time
 }
 
-// acceptRate is accepts per second over the time the window has watched.
+// acceptRate is accepts per second: over the time the window has
+// watched, or over its last two slices when that is higher, so a rate
+// that has just risen (a herd's first successes) is not diluted by the
+// time before it.
 func (w windowStats) acceptRate(now time.Time) float64 {
 	// A floor of a millisecond keeps a burst of simultaneous accepts
 	// from reading as an infinite rate.
-	span := max(now.Sub(w.first), time.Millisecond)
-	return float64(w.accepts) / span.Seconds()
+	rate := func(n int64, since time.Time) float64 {
+		return float64(n) / max(now.Sub(since), time.Millisecond).Seconds()
+	}
+	r := rate(w.accepts, w.first)
+	if w.recentAccepts > 0 {
+		r = max(r, rate(w.recentAccepts, w.recentFirst))
+	}
+	return r
 }
 
 func (b *AdaptiveBudget) window(now time.Time) windowStats {
@@ -222,6 +273,12 @@ func (b *AdaptiveBudget) window(now time.Time) windowStats {
 		w.refused += s.refused
 		if w.first.IsZero() || s.first.Before(w.first) {
 			w.first = s.first
+		}
+		if s.index >= cur-1 {
+			w.recentAccepts += s.accepts
+			if w.recentFirst.IsZero() || s.first.Before(w.recentFirst) {
+				w.recentFirst = s.first
+			}
 		}
 	}
 	return w

@@ -18,34 +18,56 @@ const ms = time.Millisecond
 
 func TestAdaptiveBudgetGrantsCapacityAtOnce(t *testing.T) {
 	t.Parallel()
-	b := NewAdaptiveBudget(AdaptiveBudgetConfig{})
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{MinPerSecond: -1})
 	for i := range DefaultAdaptiveCapacity {
 		wait, ok := b.AllowRetry(t0, 7*ms, 0)
 		require.True(t, ok, "retry %d", i)
 		assert.Equal(t, 7*ms, wait, "a token never changes the wait")
 	}
-	_, ok := b.AllowRetry(t0, 7*ms, 0)
-	assert.False(t, ok, "no token and no accept: refused")
-	st := b.State(t0)
-	assert.Equal(t, AdaptiveBudgetState{Tokens: 0, Ratio: 1, Requests: 101, Retries: 100, Refused: 1, Down: true}, st)
+	wait, ok := b.AllowRetry(at(100*ms), 7*ms, 0)
+	require.True(t, ok, "no accept yet, but too early to call the server down")
+	assert.Equal(t, 7*ms+400*ms, wait, "deferred to the end of the patience, then its backoff")
+	_, ok = b.AllowRetry(at(100*ms), 7*ms, 407*ms)
+	assert.False(t, ok, "that deferral would reach the deadline")
+	_, ok = b.AllowRetry(at(DefaultAdaptivePatience), 7*ms, 0)
+	assert.False(t, ok, "failures and no accept for the patience: down, refused")
+	st := b.State(at(DefaultAdaptivePatience))
+	assert.Equal(t, AdaptiveBudgetState{Tokens: -1, Ratio: 1, Requests: 103, Retries: 101, Refused: 2, Down: true}, st)
 }
 
 func TestAdaptiveBudgetOutageCostsCapacityPlusFloor(t *testing.T) {
 	t.Parallel()
 	b := NewAdaptiveBudget(AdaptiveBudgetConfig{})
 	// 500 failing calls a second for 3 s, each asking for one retry.
-	granted, calls := 0, 0
+	granted, lastSecond := 0, 0
 	for i := range 1500 {
-		calls++
 		if _, ok := b.AllowRetry(at(time.Duration(i)*2*ms), 0, 0); ok {
+			granted++
+			if i >= 1000 {
+				lastSecond++
+			}
+		}
+	}
+	// The bucket once (gone at 204 ms), then, on patience up to 500 ms,
+	// 100 more owed to the floor, which repays them before it funds any
+	// more: 200 + 3·10 − 26 (the floor's first 2.6 s went to the debt).
+	assert.Equal(t, 204, granted)
+	assert.LessOrEqual(t, float64(1500+granted)/1500, 1.2, "whole run")
+	assert.LessOrEqual(t, float64(500+lastSecond)/500, 1.1, "once adapted")
+	assert.True(t, b.State(at(3*time.Second)).Down)
+}
+
+func TestAdaptiveBudgetPatienceOwesAtMostCapacity(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: 3, MinPerSecond: -1})
+	granted := 0
+	for range 10 {
+		if _, ok := b.AllowRetry(t0, 0, 0); ok {
 			granted++
 		}
 	}
-	// The bucket once, then 10 a second: 100 + 3·10 (the last ask is at
-	// 2.998 s, so the floor brought 29.98 tokens).
-	assert.Equal(t, 129, granted)
-	assert.LessOrEqual(t, float64(calls+granted)/float64(calls), 1.1)
-	assert.True(t, b.State(at(3*time.Second)).Down)
+	assert.Equal(t, 6, granted, "3 tokens, then 3 owed")
+	assert.Equal(t, -3.0, b.State(t0).Tokens)
 }
 
 func TestAdaptiveBudgetDefersInOverload(t *testing.T) {
@@ -110,7 +132,7 @@ func TestAdaptiveBudgetRefusesBeyondDeadlineOrMaxDelay(t *testing.T) {
 
 func TestAdaptiveBudgetForgetsAcceptsOutsideTheWindow(t *testing.T) {
 	t.Parallel()
-	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, MinPerSecond: -1})
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, MinPerSecond: -1, Patience: -1})
 	b.Accepted(t0)
 	_, ok := b.AllowRetry(at(500*ms), 0, 0)
 	require.True(t, ok, "an accept in the window: overload, deferred")

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newTestShedServer is a ShedServer on a real loopback TCP listener.
+func newTestShedServer(t *testing.T, slots int, service time.Duration) string {
+	t.Helper()
+	srv := httptest.NewServer(NewShedServer(slots, service, 0))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestStormSharedDefaultClientFailsNoCaller(t *testing.T) {
+	t.Parallel()
+	// 120 callers against 4 slots: more than the bucket's 100 retries
+	// are asked for at once, so the budget, not only the backoff, is
+	// exercised.
+	url := newTestShedServer(t, 4, 10*time.Millisecond)
+	for _, c := range []StormContender{
+		IdemContender("idem default, Begin/Do", false),
+		IdemContender("idem default, Transport", true),
+	} {
+		res, err := RunStorm(context.Background(), StormConfig{URL: url, Callers: 120, Timeout: 30 * time.Second}, c)
+		require.NoError(t, err)
+		t.Logf("%s: %.2f attempts per caller, makespan %s", c.Name, res.AttemptsPerCaller(), res.Makespan)
+		assert.Zero(t, res.Failed, c.Name)
+		assert.Greater(t, res.Attempts, 120, "the server shed some: retries were made")
+	}
+}
+
+func TestStormOutageSharedDefaultClientStaysUnder1_2(t *testing.T) {
+	t.Parallel()
+	url := newTestShedServer(t, 2, 10*time.Millisecond)
+	cfg := StormOutageConfig{URL: url, Rate: 2000, Duration: time.Second, Adapted: 300 * time.Millisecond}
+	res, err := RunStormOutage(context.Background(), cfg, IdemContender("idem default, Begin/Do", false))
+	require.NoError(t, err)
+	t.Logf("amplification %.3f, adapted %.3f", res.Amplification(), res.AdaptedAmplification())
+	require.Equal(t, 2000, res.Callers)
+	// 100 tokens at the start, at most 100 more owed on patience, 10 a
+	// second: 2000 calls make at most 2000 + 210 attempts.
+	assert.LessOrEqual(t, res.Amplification(), 1.2)
+	assert.LessOrEqual(t, res.AdaptedAmplification(), 1.1)
+}
+
+func TestStormPlainLoopWithoutBudgetRetriesEveryCall(t *testing.T) {
+	t.Parallel()
+	url := newTestShedServer(t, 1, time.Millisecond)
+	c := StormContenders()[2] // exponential, no jitter
+	require.Equal(t, "exponential, no jitter", c.Name)
+	cfg := StormOutageConfig{URL: url, Rate: 200, Duration: 100 * time.Millisecond}
+	res, err := RunStormOutage(context.Background(), cfg, c)
+	require.NoError(t, err)
+	assert.Equal(t, 20, res.Callers)
+	assert.Equal(t, 5.0, res.Amplification(), "every call makes its 5 attempts")
+}
+
+func TestStormRefusesOtherHosts(t *testing.T) {
+	t.Parallel()
+	_, err := RunStorm(context.Background(), StormConfig{URL: "http://example.com", Callers: 1}, IdemContender("x", false))
+	require.ErrorContains(t, err, "only http://127.0.0.1")
+	_, err = RunStormOutage(context.Background(), StormOutageConfig{URL: "http://localhost:1", Rate: 1, Duration: time.Second}, IdemContender("x", false))
+	require.ErrorContains(t, err, "only http://127.0.0.1")
+}
+
+func TestWriteStormTables(t *testing.T) {
+	t.Parallel()
+	cs := []StormContender{{Name: "a", Jittered: true}, {Name: "b", Jittered: true}}
+	rounds := [][]StormResult{
+		{{Callers: 10, Attempts: 30, Makespan: time.Second}, {Callers: 10, Attempts: 20, Makespan: 2 * time.Second}},
+		{{Callers: 10, Attempts: 30, Makespan: time.Second}, {Callers: 10, Attempts: 25, Makespan: 2 * time.Second, Failed: 1}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteStormTable(&buf, rounds, cs, "a"))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 4)
+	assert.Contains(t, lines[3], "| b | 0 (0–1) | 2.25 (2.00–2.50) | 0.75 (0.67–0.83) | 2.00 (2.00–2.00) s | 2.00 (2.00–2.00) |")
+	require.Error(t, WriteStormTable(&buf, rounds, cs, "none"))
+
+	buf.Reset()
+	outages := [][]StormOutageResult{{{Callers: 10, Attempts: 11, AdaptedCallers: 5, AdaptedAttempts: 5}}}
+	require.NoError(t, WriteStormOutageTable(&buf, outages, cs[:1]))
+	assert.Contains(t, buf.String(), "| a | 10 | 11 (11–11) | 1.100 (1.100–1.100) | 1.000 (1.000–1.000) |")
+}
