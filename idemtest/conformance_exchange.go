@@ -203,10 +203,13 @@ func (r *conformanceRun) settle(ctx context.Context, o outgoing) (exchange, erro
 }
 
 // inProgress reports whether e says an earlier request with its key is
-// still executing, as the dialect's client reads it.
+// still executing, as the dialect's client reads it. A provider's
+// key-reused answer to a duplicate of the same payload can only mean
+// that too (PayPal answers a concurrent duplicate so).
 func (r *conformanceRun) inProgress(e exchange) bool {
 	if r.cfg.isDraft() {
 		return e.status == http.StatusConflict
 	}
-	return r.cfg.classify(e) == dialect.InProgress
+	v := r.cfg.classify(e)
+	return v == dialect.InProgress || v == dialect.KeyReused
 }

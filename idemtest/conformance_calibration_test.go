@@ -1,0 +1,99 @@
+package idemtest
+
+import (
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// skippedIDs returns the IDs of the checks that were skipped.
+func skippedIDs(results []CheckResult) []string {
+	var ids []string
+	for _, r := range results {
+		if r.Skipped {
+			ids = append(ids, r.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestCalibration_DefectClasses runs the checker, at the idem profile,
+// against a server with each known defect class: each must fail exactly
+// the checks its defect deserves, every run (go test -count=20 -run
+// Calibration). The level of each check says whether the draft profile
+// grades it too.
+func TestCalibration_DefectClasses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		defect defect
+		// hold gives the checker the server's slow-down hook; without it
+		// the handler is instant.
+		hold bool
+		want []string
+		// mayBeSkipped may be skipped or passed, depending on timing.
+		mayBeSkipped []string
+	}{
+		{name: "correct", defect: defectNone, hold: true},
+		{name: "correct, instant", defect: defectNone, mayBeSkipped: []string{CheckInProgress, CheckRetryAfter}},
+		{name: "no fingerprint", defect: defectNoFingerprint, hold: true, want: []string{CheckKeyReuse}},
+		{name: "keys global across tenants", defect: defectGlobalKeys, hold: true, want: []string{CheckPrincipalScope}},
+		// It does not parse the draft's quoted form either: "k" and k are
+		// two keys, two payments.
+		{name: "length-only key validation", defect: defectLengthOnly, hold: true, want: []string{CheckInvalidKey, CheckQuotedKey}},
+		// No 409 to judge a Retry-After on: it is skipped.
+		{name: "lock-and-wait instead of 409", defect: defectLockWait, hold: true,
+			want: []string{CheckInProgress}, mayBeSkipped: []string{CheckRetryAfter}},
+		{name: "4xx answers cached", defect: defectCaches4xx, hold: true, want: []string{CheckErrorNotStored}},
+		{name: "check-then-insert, instant handler", defect: defectCheckThenInsert,
+			want: []string{CheckConcurrent}, mayBeSkipped: []string{CheckInProgress, CheckRetryAfter}},
+		{name: "problems of type about:blank", defect: defectAboutBlank, hold: true, want: []string{CheckProblemTypes}},
+		{name: "another replay header", defect: defectOtherReplayHeader, hold: true, want: []string{CheckReplayHeader}},
+		{name: "UUID-only key validator", defect: defectUUIDOnly, hold: true, want: []string{CheckValidKeys}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cal := newCalibrationServer(tt.defect)
+			srv := httptest.NewServer(cal)
+			t.Cleanup(srv.Close)
+			opts := ConformanceOptions{Profile: ProfileIdem}
+			if tt.hold {
+				opts.Hold = cal.hold
+			}
+
+			results, err := RunConformance(t.Context(), srv.URL, opts)
+			require.NoError(t, err)
+
+			assert.Equal(t, tt.want, failedIDs(results), "results: %+v", results)
+			for _, id := range skippedIDs(results) {
+				assert.Contains(t, tt.mayBeSkipped, id, "skipped: %+v", results)
+			}
+		})
+	}
+}
+
+// TestCalibration_ReferenceServerPassesEveryLevel: the reference server,
+// in each of its dialects, passes every check the checker runs for it.
+func TestCalibration_ReferenceServerPassesEveryLevel(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"idem", "stripe", "adyen", "paypal", "square"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(t, WithDialect(name))
+			opts := srv.ConformanceOptions()
+			opts.Profile = ProfileIdem
+			opts.Dialect = name
+
+			results, err := RunConformance(t.Context(), srv.URL, opts)
+			require.NoError(t, err)
+			for _, r := range results {
+				assert.True(t, r.Passed, "%s %s: skipped=%v %s", r.ID, r.Level, r.Skipped, r.Detail)
+			}
+		})
+	}
+}
