@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // shortGrace is the reservation grace of the stores that must sweep an
@@ -18,12 +18,12 @@ const shortGrace = 100 * time.Millisecond
 // open returns a fresh store that keeps a reservation for grace after its
 // lease ended. The subtests run in parallel, so open must be safe to call
 // concurrently. Each waits on real time (a few hundred ms), polling.
-func RunReservationGrace(t *testing.T, open func(t *testing.T, grace time.Duration) testserver.Store) {
+func RunReservationGrace(t *testing.T, open func(t *testing.T, grace time.Duration) server.Store) {
 	t.Helper()
 	for _, tc := range []struct {
 		name  string
 		grace time.Duration
-		run   func(t *testing.T, s testserver.Store)
+		run   func(t *testing.T, s server.Store)
 	}{
 		{"AbandonedReservationsAreSwept", shortGrace, testAbandonedReservationsAreSwept},
 		{"ExpiredLeaseWithinGraceIsKept", longLease, testExpiredLeaseWithinGraceIsKept},
@@ -40,7 +40,7 @@ func RunReservationGrace(t *testing.T, open func(t *testing.T, grace time.Durati
 // Reservations whose lease ended more than the grace ago are swept along
 // with expired completed records, in batches of the limit; a reservation
 // within its lease and a completed record within its retention are not.
-func testAbandonedReservationsAreSwept(t *testing.T, s testserver.Store) {
+func testAbandonedReservationsAreSwept(t *testing.T, s server.Store) {
 	ctx := t.Context()
 	scope := uniqueScope(t)
 	fpA, fpB := fingerprintOf(`{"a":1}`), fingerprintOf(`{"a":2}`)
@@ -76,14 +76,14 @@ func testAbandonedReservationsAreSwept(t *testing.T, s testserver.Store) {
 		mustReserve(t, s, scope, key, fpB, longLease) // free for any payload
 	}
 	rec := mustFind(t, s, scope, liveKey, fpB)
-	assert.Equal(t, testserver.StateReserved, rec.State, "a reservation within its lease is never swept")
+	assert.Equal(t, server.StateReserved, rec.State, "a reservation within its lease is never swept")
 	assert.Equal(t, fpA, rec.Fingerprint)
 	assertSameResponse(t, keptResp, mustFind(t, s, scope, keptKey, fpA).Response)
 }
 
 // A reservation whose lease ended less than the grace ago survives Sweep,
 // so a retry with the same payload can still take it over.
-func testExpiredLeaseWithinGraceIsKept(t *testing.T, s testserver.Store) {
+func testExpiredLeaseWithinGraceIsKept(t *testing.T, s server.Store) {
 	ctx := t.Context()
 	scope := uniqueScope(t)
 	fpA, fpB := fingerprintOf(`{"a":1}`), fingerprintOf(`{"a":2}`)
@@ -102,7 +102,7 @@ func testExpiredLeaseWithinGraceIsKept(t *testing.T, s testserver.Store) {
 	assert.Zero(t, n, "a lease that ended within the grace is not abandoned yet")
 
 	rec := mustFind(t, s, scope, key, fpB)
-	assert.Equal(t, testserver.StateReserved, rec.State, "another payload still meets the reservation")
+	assert.Equal(t, server.StateReserved, rec.State, "another payload still meets the reservation")
 	assert.Equal(t, fpA, rec.Fingerprint)
 	fresh := mustReserve(t, s, scope, key, fpA, longLease)
 	assert.NotEqual(t, stale.Token, fresh.Token, "the same payload takes the reservation over")

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // ResponseSeed is one seed of FuzzResponseRoundTrip: a response with one
@@ -37,7 +37,7 @@ func commonResponseSeeds() []ResponseSeed {
 // for byte. refusal returns what the error must say when s cannot hold
 // resp, or "" when s must store it; a nil refusal means s stores every
 // response with a status of 100-999. extra seeds follow the common ones.
-func FuzzResponseRoundTrip(f *testing.F, s testserver.Store, refusal func(resp testserver.Response) string, extra ...ResponseSeed) {
+func FuzzResponseRoundTrip(f *testing.F, s server.Store, refusal func(resp server.Response) string, extra ...ResponseSeed) {
 	f.Helper()
 	for _, seed := range append(commonResponseSeeds(), extra...) {
 		f.Add(seed.Status, seed.HeaderName, seed.HeaderValue, seed.Body, seed.ResourceID)
@@ -50,8 +50,8 @@ func FuzzResponseRoundTrip(f *testing.F, s testserver.Store, refusal func(resp t
 		scope := NewScope()
 		res, _, err := s.Reserve(ctx, scope, "k", "fp", time.Minute)
 		require.NoError(t, err)
-		want := testserver.Response{Status: status, Header: http.Header{name: {value, value + "2"}}, Body: body, ResourceID: resourceID}
-		err = s.Complete(ctx, testserver.Completion{Reservation: *res, Response: want, Retention: time.Minute})
+		want := server.Response{Status: status, Header: http.Header{name: {value, value + "2"}}, Body: body, ResourceID: resourceID}
+		err = s.Complete(ctx, server.Completion{Reservation: *res, Response: want, Retention: time.Minute})
 		if refusal != nil {
 			if reason := refusal(want); reason != "" {
 				require.ErrorContains(t, err, reason)

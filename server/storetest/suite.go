@@ -1,4 +1,4 @@
-// Package storetest is the contract every testserver.Store must meet. A
+// Package storetest is the contract every server.Store must meet. A
 // store's tests call Run with a function that opens a fresh store; the
 // suite speaks only through the Store interface and uses real, short
 // durations for leases and retention, since each store reads its own clock.
@@ -7,7 +7,6 @@ package storetest
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // Durations the suite waits on. Short enough to keep the suite fast, long
@@ -33,11 +32,11 @@ const (
 // subtest opens its own store and uses its own principal, so stores backed
 // by a shared database work too. Lease and retention cases wait on real
 // time (about 100 ms each), polling the store.
-func Run(t *testing.T, open func(t *testing.T) testserver.Store) {
+func Run(t *testing.T, open func(t *testing.T) server.Store) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
-		run  func(t *testing.T, s testserver.Store)
+		run  func(t *testing.T, s server.Store)
 	}{
 		{"ReserveFresh", testReserveFresh},
 		{"ReserveWhileReserved", testReserveWhileReserved},
@@ -52,14 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) testserver.Store) {
 		{"Sweep", testSweep},
 		{"ReturnsCopies", testReturnsCopies},
 		{"CanceledContext", testCanceledContext},
-		{"Payments", testPayments},
-		{"PaymentWithCompletion", testPaymentWithCompletion},
-		{"PaymentWithFencedCompletion", testPaymentWithFencedCompletion},
-		{"DuplicatePayment", testDuplicatePayment},
-		{"Operations", testOperations},
-		{"OperationWithCompletion", testOperationWithCompletion},
 		{"ConcurrentReserve", testConcurrentReserve},
-		{"ConcurrentPaymentCompletion", testConcurrentPaymentCompletion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
@@ -90,21 +82,21 @@ func eventually(t *testing.T, what string, try func() (done bool, err error)) {
 }
 
 // uniqueScope returns a POST scope with a fresh principal.
-func uniqueScope(t *testing.T) testserver.Scope {
+func uniqueScope(t *testing.T) server.Scope {
 	t.Helper()
-	return testserver.Scope{Principal: "tok_" + rand.Text(), Method: http.MethodPost, Route: "/v1/payments"}
+	return server.Scope{Principal: "tok_" + rand.Text(), Method: http.MethodPost, Route: "/v1/payments"}
 }
 
 func newKey() string { return rand.Text() }
 
-// fingerprintOf stands in for testserver.Fingerprint: stores treat it as
+// fingerprintOf stands in for server.Fingerprint: stores treat it as
 // an opaque string.
 func fingerprintOf(payload string) string {
-	return testserver.Fingerprint(http.MethodPost, "/v1/payments", []byte(payload))
+	return server.Fingerprint(http.MethodPost, "/v1/payments", []byte(payload))
 }
 
-func sampleResponse(body string) testserver.Response {
-	return testserver.Response{
+func sampleResponse(body string) server.Response {
+	return server.Response{
 		Status:     http.StatusCreated,
 		Header:     http.Header{"Content-Type": {"application/json"}, "Location": {"/v1/payments/pay_1"}},
 		Body:       []byte(body),
@@ -113,7 +105,7 @@ func sampleResponse(body string) testserver.Response {
 }
 
 // mustReserve reserves a key that must be free.
-func mustReserve(t *testing.T, s testserver.Store, scope testserver.Scope, key, fp string, lease time.Duration) testserver.Reservation {
+func mustReserve(t *testing.T, s server.Store, scope server.Scope, key, fp string, lease time.Duration) server.Reservation {
 	t.Helper()
 	res, rec, err := s.Reserve(t.Context(), scope, key, fp, lease)
 	require.NoError(t, err)
@@ -123,7 +115,7 @@ func mustReserve(t *testing.T, s testserver.Store, scope testserver.Scope, key, 
 }
 
 // mustFind reserves a key that must be taken and returns its record.
-func mustFind(t *testing.T, s testserver.Store, scope testserver.Scope, key, fp string) testserver.Record {
+func mustFind(t *testing.T, s server.Store, scope server.Scope, key, fp string) server.Record {
 	t.Helper()
 	res, rec, err := s.Reserve(t.Context(), scope, key, fp, longLease)
 	require.NoError(t, err)
@@ -132,12 +124,12 @@ func mustFind(t *testing.T, s testserver.Store, scope testserver.Scope, key, fp 
 	return *rec
 }
 
-func complete(t *testing.T, s testserver.Store, res testserver.Reservation, resp testserver.Response, retention time.Duration) error {
+func complete(t *testing.T, s server.Store, res server.Reservation, resp server.Response, retention time.Duration) error {
 	t.Helper()
-	return s.Complete(t.Context(), testserver.Completion{Reservation: res, Response: resp, Retention: retention})
+	return s.Complete(t.Context(), server.Completion{Reservation: res, Response: resp, Retention: retention})
 }
 
-func assertSameResponse(t *testing.T, want testserver.Response, got *testserver.Response) {
+func assertSameResponse(t *testing.T, want server.Response, got *server.Response) {
 	t.Helper()
 	if !assert.NotNil(t, got, "completed record has no response") {
 		return
@@ -148,7 +140,7 @@ func assertSameResponse(t *testing.T, want testserver.Response, got *testserver.
 	assert.Equal(t, want.ResourceID, got.ResourceID)
 }
 
-func testReserveFresh(t *testing.T, s testserver.Store) {
+func testReserveFresh(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	res := mustReserve(t, s, scope, key, fp, longLease)
 	assert.Equal(t, scope, res.Scope)
@@ -160,12 +152,12 @@ func testReserveFresh(t *testing.T, s testserver.Store) {
 	assert.NotEqual(t, res.Token, other.Token, "every reservation needs its own token")
 }
 
-func testReserveWhileReserved(t *testing.T, s testserver.Store) {
+func testReserveWhileReserved(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	before := time.Now()
 	mustReserve(t, s, scope, key, fp, longLease)
 	rec := mustFind(t, s, scope, key, fp)
-	assert.Equal(t, testserver.StateReserved, rec.State)
+	assert.Equal(t, server.StateReserved, rec.State)
 	assert.Equal(t, scope, rec.Scope)
 	assert.Equal(t, key, rec.Key)
 	assert.Equal(t, fp, rec.Fingerprint)
@@ -173,7 +165,7 @@ func testReserveWhileReserved(t *testing.T, s testserver.Store) {
 	assert.True(t, rec.LeaseExpires.After(before.Add(longLease/2)), "lease must run about an hour, got %v", rec.LeaseExpires)
 }
 
-func testCompleteThenReplay(t *testing.T, s testserver.Store) {
+func testCompleteThenReplay(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	res := mustReserve(t, s, scope, key, fp, longLease)
 	want := sampleResponse(`{"id":"pay_1"}`)
@@ -181,29 +173,29 @@ func testCompleteThenReplay(t *testing.T, s testserver.Store) {
 
 	for range 2 { // replays do not consume the record
 		rec := mustFind(t, s, scope, key, fp)
-		assert.Equal(t, testserver.StateCompleted, rec.State)
+		assert.Equal(t, server.StateCompleted, rec.State)
 		assert.Equal(t, fp, rec.Fingerprint)
 		assertSameResponse(t, want, rec.Response)
 		assert.True(t, rec.ExpiresAt.After(rec.CreatedAt.Add(longRetention/2)), "retention must run about an hour")
 	}
 }
 
-func testDifferentFingerprint(t *testing.T, s testserver.Store) {
+func testDifferentFingerprint(t *testing.T, s server.Store) {
 	scope, key := uniqueScope(t), newKey()
 	fpA, fpB := fingerprintOf(`{"a":1}`), fingerprintOf(`{"a":2}`)
 	res := mustReserve(t, s, scope, key, fpA, longLease)
 
 	rec := mustFind(t, s, scope, key, fpB)
 	assert.Equal(t, fpA, rec.Fingerprint, "the record keeps the first request's fingerprint")
-	assert.Equal(t, testserver.StateReserved, rec.State)
+	assert.Equal(t, server.StateReserved, rec.State)
 
 	require.NoError(t, complete(t, s, res, sampleResponse("{}"), longRetention))
 	rec = mustFind(t, s, scope, key, fpB)
 	assert.Equal(t, fpA, rec.Fingerprint)
-	assert.Equal(t, testserver.StateCompleted, rec.State)
+	assert.Equal(t, server.StateCompleted, rec.State)
 }
 
-func testScopesAreIndependent(t *testing.T, s testserver.Store) {
+func testScopesAreIndependent(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	mustReserve(t, s, scope, key, fp, longLease)
 
@@ -213,19 +205,19 @@ func testScopesAreIndependent(t *testing.T, s testserver.Store) {
 	otherMethod.Method = http.MethodPatch
 	otherRoute := scope
 	otherRoute.Route = "/v1/payouts"
-	for _, other := range []testserver.Scope{otherPrincipal, otherMethod, otherRoute} {
+	for _, other := range []server.Scope{otherPrincipal, otherMethod, otherRoute} {
 		mustReserve(t, s, other, key, fp, longLease)
 	}
 	mustReserve(t, s, scope, newKey(), fp, longLease)
 }
 
-func testRelease(t *testing.T, s testserver.Store) {
+func testRelease(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	res := mustReserve(t, s, scope, key, fp, longLease)
 	require.NoError(t, s.Release(t.Context(), res))
 
-	assert.ErrorIs(t, s.Release(t.Context(), res), testserver.ErrFenced, "a released token owns nothing")
-	assert.ErrorIs(t, complete(t, s, res, sampleResponse("{}"), longRetention), testserver.ErrFenced)
+	assert.ErrorIs(t, s.Release(t.Context(), res), server.ErrFenced, "a released token owns nothing")
+	assert.ErrorIs(t, complete(t, s, res, sampleResponse("{}"), longRetention), server.ErrFenced)
 
 	// The key is free again, even for another payload.
 	again := mustReserve(t, s, scope, key, fingerprintOf(`{"a":2}`), longLease)
@@ -233,32 +225,32 @@ func testRelease(t *testing.T, s testserver.Store) {
 
 	// A completed key cannot be released.
 	require.NoError(t, complete(t, s, again, sampleResponse("{}"), longRetention))
-	assert.ErrorIs(t, s.Release(t.Context(), again), testserver.ErrFenced)
-	assert.Equal(t, testserver.StateCompleted, mustFind(t, s, scope, key, again.Fingerprint).State)
+	assert.ErrorIs(t, s.Release(t.Context(), again), server.ErrFenced)
+	assert.Equal(t, server.StateCompleted, mustFind(t, s, scope, key, again.Fingerprint).State)
 }
 
-func testFencingOnComplete(t *testing.T, s testserver.Store) {
+func testFencingOnComplete(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	res := mustReserve(t, s, scope, key, fp, longLease)
 
 	forged := res
 	forged.Token = "not-the-token"
-	assert.ErrorIs(t, complete(t, s, forged, sampleResponse(`"forged"`), longRetention), testserver.ErrFenced)
-	assert.ErrorIs(t, s.Release(t.Context(), forged), testserver.ErrFenced)
-	assert.Equal(t, testserver.StateReserved, mustFind(t, s, scope, key, fp).State, "a fenced call writes nothing")
+	assert.ErrorIs(t, complete(t, s, forged, sampleResponse(`"forged"`), longRetention), server.ErrFenced)
+	assert.ErrorIs(t, s.Release(t.Context(), forged), server.ErrFenced)
+	assert.Equal(t, server.StateReserved, mustFind(t, s, scope, key, fp).State, "a fenced call writes nothing")
 
 	want := sampleResponse(`"first"`)
 	require.NoError(t, complete(t, s, res, want, longRetention))
-	assert.ErrorIs(t, complete(t, s, res, sampleResponse(`"second"`), longRetention), testserver.ErrFenced,
+	assert.ErrorIs(t, complete(t, s, res, sampleResponse(`"second"`), longRetention), server.ErrFenced,
 		"a key is completed once")
 	assertSameResponse(t, want, mustFind(t, s, scope, key, fp).Response)
 }
 
-func testLeaseTakeover(t *testing.T, s testserver.Store) {
+func testLeaseTakeover(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	stale := mustReserve(t, s, scope, key, fp, shortLease)
 
-	var fresh *testserver.Reservation
+	var fresh *server.Reservation
 	eventually(t, "an expired lease must be taken over", func() (bool, error) {
 		var err error
 		fresh, _, err = s.Reserve(t.Context(), scope, key, fp, longLease)
@@ -266,17 +258,17 @@ func testLeaseTakeover(t *testing.T, s testserver.Store) {
 	})
 	assert.NotEqual(t, stale.Token, fresh.Token, "a takeover issues a new token")
 
-	assert.ErrorIs(t, complete(t, s, stale, sampleResponse(`"stale"`), longRetention), testserver.ErrFenced)
-	assert.ErrorIs(t, s.Release(t.Context(), stale), testserver.ErrFenced)
-	assert.Equal(t, testserver.StateReserved, mustFind(t, s, scope, key, fp).State, "the stale owner wrote nothing")
+	assert.ErrorIs(t, complete(t, s, stale, sampleResponse(`"stale"`), longRetention), server.ErrFenced)
+	assert.ErrorIs(t, s.Release(t.Context(), stale), server.ErrFenced)
+	assert.Equal(t, server.StateReserved, mustFind(t, s, scope, key, fp).State, "the stale owner wrote nothing")
 
 	want := sampleResponse(`"fresh"`)
 	require.NoError(t, complete(t, s, *fresh, want, longRetention))
-	assert.ErrorIs(t, complete(t, s, stale, sampleResponse(`"stale"`), longRetention), testserver.ErrFenced)
+	assert.ErrorIs(t, complete(t, s, stale, sampleResponse(`"stale"`), longRetention), server.ErrFenced)
 	assertSameResponse(t, want, mustFind(t, s, scope, key, fp).Response)
 }
 
-func testNoTakeoverWithDifferentFingerprint(t *testing.T, s testserver.Store) {
+func testNoTakeoverWithDifferentFingerprint(t *testing.T, s server.Store) {
 	scope := uniqueScope(t)
 	fpA, fpB := fingerprintOf(`{"a":1}`), fingerprintOf(`{"a":2}`)
 	first, probe := newKey(), newKey()
@@ -295,23 +287,23 @@ func testNoTakeoverWithDifferentFingerprint(t *testing.T, s testserver.Store) {
 	mustReserve(t, s, scope, first, fpA, longLease)
 }
 
-func testRetentionExpiry(t *testing.T, s testserver.Store) {
+func testRetentionExpiry(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	res := mustReserve(t, s, scope, key, fp, longLease)
 	require.NoError(t, complete(t, s, res, sampleResponse("{}"), shortRetention))
 
 	// Past retention the key is new, whatever the payload.
-	var fresh *testserver.Reservation
+	var fresh *server.Reservation
 	eventually(t, "a key past retention must be treated as new", func() (bool, error) {
 		var err error
 		fresh, _, err = s.Reserve(t.Context(), scope, key, fingerprintOf(`{"a":2}`), longLease)
 		return fresh != nil, err
 	})
 	assert.NotEqual(t, res.Token, fresh.Token)
-	assert.Equal(t, testserver.StateReserved, mustFind(t, s, scope, key, fresh.Fingerprint).State)
+	assert.Equal(t, server.StateReserved, mustFind(t, s, scope, key, fresh.Fingerprint).State)
 }
 
-func testSweep(t *testing.T, s testserver.Store) {
+func testSweep(t *testing.T, s server.Store) {
 	ctx := t.Context()
 	_, err := s.Sweep(ctx, 0)
 	assert.Error(t, err, "a non-positive limit is an error")
@@ -338,10 +330,10 @@ func testSweep(t *testing.T, s testserver.Store) {
 
 	assertSameResponse(t, keptResp, mustFind(t, s, scope, keptKey, fp).Response)
 	rec := mustFind(t, s, scope, reservedKey, fingerprintOf("other"))
-	assert.Equal(t, testserver.StateReserved, rec.State, "sweep must leave reservations alone")
+	assert.Equal(t, server.StateReserved, rec.State, "sweep must leave reservations alone")
 }
 
-func testReturnsCopies(t *testing.T, s testserver.Store) {
+func testReturnsCopies(t *testing.T, s server.Store) {
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	res := mustReserve(t, s, scope, key, fp, longLease)
 	resp := sampleResponse(`{"id":"pay_1"}`)
@@ -357,7 +349,7 @@ func testReturnsCopies(t *testing.T, s testserver.Store) {
 	assertSameResponse(t, want, mustFind(t, s, scope, key, fp).Response)
 }
 
-func testCanceledContext(t *testing.T, s testserver.Store) {
+func testCanceledContext(t *testing.T, s server.Store) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
@@ -366,195 +358,12 @@ func testCanceledContext(t *testing.T, s testserver.Store) {
 	mustReserve(t, s, scope, key, fp, longLease) // nothing was reserved
 }
 
-func newPayment(principal string, created time.Time, amount int64) testserver.Payment {
-	return testserver.Payment{
-		ID:        "pay_" + rand.Text(),
-		Principal: principal,
-		Amount:    amount,
-		Currency:  "EUR",
-		Reference: "order-42",
-		Status:    "succeeded",
-		Created:   created.UTC().Truncate(time.Millisecond),
-	}
-}
-
-func assertSamePayment(t *testing.T, want, got testserver.Payment) {
-	t.Helper()
-	assert.True(t, want.Created.Equal(got.Created), "created: want %v, got %v", want.Created, got.Created)
-	want.Created, got.Created = time.Time{}, time.Time{}
-	assert.Equal(t, want, got)
-}
-
-func testPayments(t *testing.T, s testserver.Store) {
-	ctx := t.Context()
-	principal := uniqueScope(t).Principal
-	countBefore, err := s.CountPayments(ctx)
-	require.NoError(t, err)
-
-	list, err := s.ListPayments(ctx, principal)
-	require.NoError(t, err)
-	assert.Empty(t, list)
-
-	base := time.Now()
-	var created []testserver.Payment
-	for i := range 3 {
-		p := newPayment(principal, base.Add(time.Duration(i)*time.Second), int64(100+i))
-		require.NoError(t, s.CreatePayment(ctx, p, nil))
-		created = append(created, p)
-	}
-
-	got, err := s.GetPayment(ctx, principal, created[1].ID)
-	require.NoError(t, err)
-	assertSamePayment(t, created[1], got)
-
-	_, err = s.GetPayment(ctx, principal+"_other", created[1].ID)
-	assert.ErrorIs(t, err, testserver.ErrNotFound, "another principal must not see the payment")
-	_, err = s.GetPayment(ctx, principal, "pay_missing")
-	assert.ErrorIs(t, err, testserver.ErrNotFound)
-
-	list, err = s.ListPayments(ctx, principal)
-	require.NoError(t, err)
-	require.Len(t, list, 3)
-	for i, p := range list {
-		assertSamePayment(t, created[2-i], p) // newest first
-	}
-	others, err := s.ListPayments(ctx, principal+"_other")
-	require.NoError(t, err)
-	assert.Empty(t, others)
-
-	countAfter, err := s.CountPayments(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, countBefore+3, countAfter)
-}
-
-func testPaymentWithCompletion(t *testing.T, s testserver.Store) {
-	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	res := mustReserve(t, s, scope, key, fp, longLease)
-	p := newPayment(scope.Principal, time.Now(), 100)
-	want := sampleResponse(`{"id":"` + p.ID + `"}`)
-	want.ResourceID = p.ID
-	c := &testserver.Completion{Reservation: res, Response: want, Retention: longRetention}
-	require.NoError(t, s.CreatePayment(ctx, p, c))
-
-	got, err := s.GetPayment(ctx, scope.Principal, p.ID)
-	require.NoError(t, err)
-	assertSamePayment(t, p, got)
-	rec := mustFind(t, s, scope, key, fp)
-	assert.Equal(t, testserver.StateCompleted, rec.State)
-	assertSameResponse(t, want, rec.Response)
-	assert.ErrorIs(t, complete(t, s, res, sampleResponse("{}"), longRetention), testserver.ErrFenced)
-}
-
-func testPaymentWithFencedCompletion(t *testing.T, s testserver.Store) {
-	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	res := mustReserve(t, s, scope, key, fp, longLease)
-	require.NoError(t, s.Release(ctx, res))
-	countBefore, err := s.CountPayments(ctx)
-	require.NoError(t, err)
-
-	p := newPayment(scope.Principal, time.Now(), 100)
-	c := &testserver.Completion{Reservation: res, Response: sampleResponse("{}"), Retention: longRetention}
-	require.ErrorIs(t, s.CreatePayment(ctx, p, c), testserver.ErrFenced)
-
-	_, err = s.GetPayment(ctx, scope.Principal, p.ID)
-	assert.ErrorIs(t, err, testserver.ErrNotFound, "a fenced completion must not leave the payment behind")
-	countAfter, err := s.CountPayments(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, countBefore, countAfter)
-	mustReserve(t, s, scope, key, fp, longLease) // and must not complete the key
-}
-
-func testDuplicatePayment(t *testing.T, s testserver.Store) {
-	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	p := newPayment(scope.Principal, time.Now(), 100)
-	require.NoError(t, s.CreatePayment(ctx, p, nil))
-
-	res := mustReserve(t, s, scope, key, fp, longLease)
-	dup := p
-	dup.Amount = 999
-	c := &testserver.Completion{Reservation: res, Response: sampleResponse("{}"), Retention: longRetention}
-	require.Error(t, s.CreatePayment(ctx, dup, c), "a payment id is unique")
-
-	got, err := s.GetPayment(ctx, scope.Principal, p.ID)
-	require.NoError(t, err)
-	assertSamePayment(t, p, got)
-	assert.Equal(t, testserver.StateReserved, mustFind(t, s, scope, key, fp).State,
-		"a failed insert must not complete the key")
-}
-
-func newOperation(principal string) testserver.Operation {
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	return testserver.Operation{
-		ID:        "op_" + rand.Text(),
-		Principal: principal,
-		Kind:      "payout",
-		Amount:    500,
-		Currency:  "EUR",
-		Reference: "payout-7",
-		Created:   now,
-		SettleAt:  now.Add(time.Minute),
-	}
-}
-
-func assertSameOperation(t *testing.T, want, got testserver.Operation) {
-	t.Helper()
-	assert.True(t, want.Created.Equal(got.Created), "created: want %v, got %v", want.Created, got.Created)
-	assert.True(t, want.SettleAt.Equal(got.SettleAt), "settle at: want %v, got %v", want.SettleAt, got.SettleAt)
-	want.Created, got.Created, want.SettleAt, got.SettleAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	assert.Equal(t, want, got)
-}
-
-func testOperations(t *testing.T, s testserver.Store) {
-	ctx := t.Context()
-	principal := uniqueScope(t).Principal
-	op := newOperation(principal)
-	require.NoError(t, s.CreateOperation(ctx, op, nil))
-
-	got, err := s.GetOperation(ctx, principal, op.ID)
-	require.NoError(t, err)
-	assertSameOperation(t, op, got)
-
-	_, err = s.GetOperation(ctx, principal+"_other", op.ID)
-	assert.ErrorIs(t, err, testserver.ErrNotFound)
-	_, err = s.GetOperation(ctx, principal, "op_missing")
-	assert.ErrorIs(t, err, testserver.ErrNotFound)
-	require.Error(t, s.CreateOperation(ctx, op, nil), "an operation id is unique")
-}
-
-func testOperationWithCompletion(t *testing.T, s testserver.Store) {
-	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":500}`)
-	scope.Route = "/v1/payouts"
-	res := mustReserve(t, s, scope, key, fp, longLease)
-	op := newOperation(scope.Principal)
-	want := testserver.Response{
-		Status:     http.StatusAccepted,
-		Header:     http.Header{"Location": {"/v1/operations/" + op.ID}, "Retry-After": {"1"}},
-		Body:       []byte(`{"id":"` + op.ID + `"}`),
-		ResourceID: op.ID,
-	}
-
-	stale := res
-	stale.Token = "stale"
-	require.ErrorIs(t, s.CreateOperation(ctx, op, &testserver.Completion{Reservation: stale, Response: want, Retention: longRetention}), testserver.ErrFenced)
-	_, err := s.GetOperation(ctx, scope.Principal, op.ID)
-	require.ErrorIs(t, err, testserver.ErrNotFound, "a fenced completion must not leave the operation behind")
-
-	require.NoError(t, s.CreateOperation(ctx, op, &testserver.Completion{Reservation: res, Response: want, Retention: longRetention}))
-	_, err = s.GetOperation(ctx, scope.Principal, op.ID)
-	require.NoError(t, err)
-	assertSameResponse(t, want, mustFind(t, s, scope, key, fp).Response)
-}
-
-func testConcurrentReserve(t *testing.T, s testserver.Store) {
+func testConcurrentReserve(t *testing.T, s server.Store) {
 	const workers = 32
 	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"a":1}`)
 	type outcome struct {
-		res *testserver.Reservation
-		rec *testserver.Record
+		res *server.Reservation
+		rec *server.Record
 		err error
 	}
 	start := make(chan struct{})
@@ -576,40 +385,7 @@ func testConcurrentReserve(t *testing.T, s testserver.Store) {
 			continue
 		}
 		require.NotNil(t, o.rec)
-		assert.Equal(t, testserver.StateReserved, o.rec.State)
+		assert.Equal(t, server.StateReserved, o.rec.State)
 	}
 	assert.Equal(t, 1, winners, "exactly one concurrent Reserve may win")
-}
-
-func testConcurrentPaymentCompletion(t *testing.T, s testserver.Store) {
-	const workers = 16
-	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	res := mustReserve(t, s, scope, key, fp, longLease)
-
-	start := make(chan struct{})
-	errs := make(chan error, workers)
-	for range workers {
-		go func() {
-			<-start
-			p := newPayment(scope.Principal, time.Now(), 100)
-			errs <- s.CreatePayment(ctx, p, &testserver.Completion{Reservation: res, Response: sampleResponse("{}"), Retention: longRetention})
-		}()
-	}
-	close(start)
-	succeeded := 0
-	for range workers {
-		err := <-errs
-		switch {
-		case err == nil:
-			succeeded++
-		case errors.Is(err, testserver.ErrFenced):
-		default:
-			t.Errorf("unexpected error: %v", err)
-		}
-	}
-	assert.Equal(t, 1, succeeded, "one reservation completes one payment")
-	list, err := s.ListPayments(ctx, scope.Principal)
-	require.NoError(t, err)
-	assert.Len(t, list, 1)
 }
