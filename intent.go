@@ -303,8 +303,13 @@ func (c *Client) createRecord(ctx context.Context, rec *keystore.Record) (*keyst
 }
 
 // storeSettled writes a record that is only read from then on: a store
-// that implements keystore.Adopter keeps it without a copy.
+// that implements keystore.Deferrer takes it without waiting for a sync
+// (a lost settle leaves the intent Pending, and its resume gets the
+// server's replay), one that implements keystore.Adopter without a copy.
 func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
+	if d, ok := c.store.(keystore.Deferrer); ok && rec.State.Settled() && ctx.Value(heldClaimKey{}) == nil {
+		return d.UpdateDeferred(ctx, rec)
+	}
 	if a, ok := c.store.(keystore.Adopter); ok {
 		return a.AdoptUpdate(ctx, rec)
 	}

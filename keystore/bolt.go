@@ -17,8 +17,12 @@ import (
 // returns only after its bbolt transaction has committed, and a bbolt
 // commit writes the data pages, fdatasyncs, writes the meta page and
 // fdatasyncs again. So a nil error means the change survives a crash of
-// the process or of the machine. The one exception is BoltOptions.NoSync,
-// which skips the fdatasyncs and is for tests only.
+// the process or of the machine. The exceptions: BoltOptions.NoSync,
+// which skips the fdatasyncs and is for tests only; and UpdateDeferred
+// (see Deferrer), whose write is seen at once in this process but reaches
+// the disk only with the next commit (another write's, its own after
+// BoltOptions.DeferDelay, or Close's), so a crash before it loses that
+// write and leaves the record as it was stored before.
 //
 // Group commit: Creates and Updates that arrive while a commit is running
 // are folded into the next transaction, so N concurrent writers pay about
@@ -44,6 +48,11 @@ type Bolt struct {
 	// so Close waits for calls in flight and later calls see closed.
 	closeMu sync.RWMutex
 	closed  bool
+
+	// deferred holds UpdateDeferred's writes until a commit takes them;
+	// deferDelay is how long they wait for another write's commit.
+	deferred   deferredSet
+	deferDelay time.Duration
 }
 
 var (
@@ -59,7 +68,8 @@ const (
 
 func newBolt(db *bolt.DB, path string) *Bolt {
 	return &Bolt{db: db, path: path, writes: newCommitter(db, path),
-		purgeBatch: defaultPurgeBatch, purgeScan: defaultPurgeScan}
+		purgeBatch: defaultPurgeBatch, purgeScan: defaultPurgeScan,
+		deferDelay: DefaultDeferDelay}
 }
 
 // Path returns the path of the keystore file.
@@ -136,9 +146,12 @@ func (b *Bolt) AdoptCreate(ctx context.Context, r *Record) (existing *Record, cr
 		return nil, false, err
 	}
 	if created {
-		existing = r
+		return r, true, nil
 	}
-	return existing, created, nil
+	if d, err := b.deferredRecord(existing.Key); d != nil || err != nil {
+		return d, false, err
+	}
+	return existing, false, nil
 }
 
 // Get returns the record with this key, or ErrNotFound.
@@ -151,6 +164,11 @@ func (b *Bolt) Get(ctx context.Context, key string) (*Record, error) {
 		return nil, err
 	}
 	defer release()
+	// The deferred write first: once it commits it leaves the set, and
+	// the file then holds it.
+	if rec, err := b.deferredRecord(key); rec != nil || err != nil {
+		return rec, err
+	}
 	var rec *Record
 	err = b.view(func(tx *bolt.Tx) error {
 		var err error
@@ -175,6 +193,7 @@ func (b *Bolt) GetByName(ctx context.Context, name string) (*Record, error) {
 
 // getByName is GetByName for a call already admitted by enter.
 func (b *Bolt) getByName(name string) (*Record, error) {
+	snap := b.deferredSnapshot() // before the read: see overlay
 	var rec *Record
 	err := b.view(func(tx *bolt.Tx) error {
 		var key []byte
@@ -185,7 +204,10 @@ func (b *Bolt) getByName(name string) (*Record, error) {
 			return fmt.Errorf("%w: name %q", ErrNotFound, name)
 		}
 		var err error
-		rec, err = namedRecord(tx, name, string(key))
+		if rec, err = namedRecord(tx, name, string(key)); err != nil {
+			return err
+		}
+		rec, err = overlay(rec, snap)
 		return err
 	})
 	return rec, err
@@ -209,28 +231,38 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
-	key := []byte(r.Key)
-	return b.writes.submit(ctx, func(tx *bolt.Tx) (bool, error) {
+	if err := b.writes.submit(ctx, updateApply(r.Key, r.Name, r.State, data)); err != nil {
+		return err
+	}
+	b.dropDeferred(r.Key) // what was deferred for r.Key is older than r
+	return nil
+}
+
+// updateApply is the write of Update and UpdateDeferred: the checks of
+// Update against the stored record, then the write of data.
+func updateApply(k, name string, state State, data []byte) applyFunc {
+	key := []byte(k)
+	return func(tx *bolt.Tx) (bool, error) {
 		records := tx.Bucket(bucketRecords)
 		old := records.Get(key)
 		if old == nil {
-			return false, fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(r.Key))
+			return false, fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(k))
 		}
-		sum, err := decodeSummary(r.Key, old)
+		sum, err := decodeSummary(k, old)
 		if err != nil {
 			return false, err
 		}
-		if sum.Name != r.Name {
-			return false, nameChanged(r.Key, sum.Name, r.Name)
+		if sum.Name != name {
+			return false, nameChanged(k, sum.Name, name)
 		}
-		if !mayRewrite(sum.State, r.State) {
-			return false, settled(r.Key, sum.State, r.State)
+		if !mayRewrite(sum.State, state) {
+			return false, settled(k, sum.State, state)
 		}
 		if err := records.Put(key, data); err != nil {
-			return true, fmt.Errorf("keystore: update %s: %w", keyRef(r.Key), err)
+			return true, fmt.Errorf("keystore: update %s: %w", keyRef(k), err)
 		}
 		return true, nil
-	})
+	}
 }
 
 // AdoptUpdate is Update: b stores an encoding of r and never keeps r, so
@@ -254,9 +286,13 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 	defer release()
 	var out []*Record
 	var damaged corruptRecords
+	snap := b.deferredSnapshot() // before the read: see overlay
 	err = b.view(func(tx *bolt.Tx) error {
 		out, damaged = nil, corruptRecords{} // a retried view starts over
 		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			if d, ok := snap[string(k)]; ok {
+				v = d
+			}
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
 				damaged.add(string(k), err)
@@ -275,8 +311,9 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 	return out, damaged.err()
 }
 
-// Close waits for calls in flight, then closes the file and releases its
-// lock. Later calls, Close included, return ErrClosed.
+// Close waits for calls in flight, commits the writes UpdateDeferred left
+// waiting, then closes the file and releases its lock. It returns an
+// error if a deferred write was lost (its commit refused or failed). Later calls, Close included, return ErrClosed.
 func (b *Bolt) Close() error {
 	b.closeMu.Lock()
 	defer b.closeMu.Unlock()
@@ -284,10 +321,11 @@ func (b *Bolt) Close() error {
 		return ErrClosed
 	}
 	b.closed = true
+	derr := b.closeDeferred()
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("keystore: close %s: %w", b.path, err)
 	}
-	return nil
+	return derr
 }
 
 // enter admits a call unless the store is closed; the caller runs release

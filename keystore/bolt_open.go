@@ -54,7 +54,9 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	return newBolt(db, path), nil
+	b := newBolt(db, path)
+	b.deferDelay = o.DeferDelay
+	return b, nil
 }
 
 // ensureFile creates a keystore at path unless something is there already.

@@ -13,6 +13,9 @@ const (
 	// DefaultBoltMode is the permission of a new keystore file: the file
 	// holds request bodies, so only its owner may read it.
 	DefaultBoltMode os.FileMode = 0o600
+	// DefaultDeferDelay is how long a write of UpdateDeferred waits for
+	// another write's commit to join before it commits on its own.
+	DefaultDeferDelay = 10 * time.Millisecond
 )
 
 // BoltOptions tune OpenBolt. The zero value, like nil, means the defaults.
@@ -30,6 +33,11 @@ type BoltOptions struct {
 	// or damage the file, and a lost intent can be paid twice. For tests and
 	// benchmarks only.
 	NoSync bool
+	// DeferDelay is how long a write of UpdateDeferred waits for another
+	// write's commit to join before it commits on its own: the longest a
+	// deferred write stays exposed to a crash while the store is otherwise
+	// idle, plus one commit. Zero or negative means DefaultDeferDelay.
+	DeferDelay time.Duration
 }
 
 // withDefaults returns a copy of o with zero fields set to the defaults.
@@ -40,6 +48,9 @@ func (o *BoltOptions) withDefaults() BoltOptions {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultBoltTimeout
+	}
+	if c.DeferDelay <= 0 {
+		c.DeferDelay = DefaultDeferDelay
 	}
 	if c.Mode == 0 {
 		c.Mode = DefaultBoltMode

@@ -48,6 +48,9 @@ type applyFunc func(tx *bolt.Tx) (wrote bool, err error)
 // writeOp is one queued write and, once done is closed, its outcome.
 type writeOp struct {
 	apply applyFunc
+	// after, when set, is told the op's outcome once its commit is over:
+	// a deferred op has no writer waiting on done.
+	after func(err error)
 	err   error
 	done  chan struct{}
 }
@@ -118,8 +121,29 @@ func (c *committer) lead() {
 	}
 	c.commit(batch)
 	for _, op := range batch {
+		if op.after != nil {
+			op.after(op.err)
+		}
 		close(op.done)
 	}
+}
+
+// enqueue queues apply without waiting for it: the next leader commits it
+// with its batch, then calls after with the outcome. Nothing is leading
+// it on its own; flush does.
+func (c *committer) enqueue(apply applyFunc, after func(error)) {
+	op := &writeOp{apply: apply, after: after, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, op)
+	c.mu.Unlock()
+}
+
+// flush commits whatever is queued, waiting for the turn if a leader holds
+// it (that leader may already have taken the queue).
+func (c *committer) flush() {
+	c.turn <- struct{}{}
+	c.lead()
+	<-c.turn
 }
 
 // commit runs batch in one transaction, setting each op's err. An op that

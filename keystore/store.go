@@ -7,6 +7,14 @@
 // tests and processes that need no persistence) and Postgres
 // (OpenPostgres; one keystore shared by a fleet of workers, which claim
 // pending intents through Claimer so no two resend one intent at once).
+//
+// Durability: a write a Store returns from is durable (for stores that
+// persist), with one opt-in exception, Deferrer.UpdateDeferred (Bolt),
+// for the write that settles an intent with its answer. It is visible at
+// once in the process and durable with the store's next commit; a crash
+// before that leaves the intent Pending, and its resume gets the server's
+// replay under the same key. Create, the write before the first byte is
+// sent, is never deferred.
 package keystore
 
 import (
@@ -182,7 +190,8 @@ type Filter struct {
 }
 
 // Store keeps intents. Every method is safe for concurrent use and every
-// write is durable when it returns (for stores that persist at all).
+// write is durable when it returns (for stores that persist at all; see
+// Deferrer for the one write a store may offer to defer).
 type Store interface {
 	// Create stores r unless r.Name is non-empty and a record with that
 	// name exists: then it returns the existing record and created=false,

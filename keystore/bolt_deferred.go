@@ -1,0 +1,194 @@
+package keystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var _ Deferrer = (*Bolt)(nil)
+
+// deferredSet holds the deferred writes of a Bolt that are not committed
+// yet, so reads in this process see them at once.
+type deferredSet struct {
+	mu    sync.Mutex
+	data  map[string]*deferredWrite // key -> latest uncommitted write
+	timer *time.Timer               // armed while writes wait for a commit
+	err   error                     // first deferred write that failed
+}
+
+// deferredWrite is one encoded record waiting for a commit.
+type deferredWrite struct{ data []byte }
+
+// UpdateDeferred is Update whose write joins the next group commit
+// without waiting for its fdatasync: another write's commit, or one of
+// its own once BoltOptions.DeferDelay has passed with none, and at the
+// latest Close. Until then the record reads back changed in this process
+// only, and a crash loses the write (see Deferrer). Update's checks run
+// at once against the record as this process sees it, and again in the
+// commit; a write the commit refuses (a concurrent writer changed the
+// record) is dropped and reported by Close.
+func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
+	if err := checkWrite(ctx, "update", r); err != nil {
+		return err
+	}
+	release, err := b.enter()
+	if err != nil {
+		return err
+	}
+	defer release()
+	data, err := encodeRecord(r)
+	if err != nil {
+		return err
+	}
+	d := &b.deferred
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// Checked under d.mu, so two deferred writes of one key queue in the
+	// order they were checked.
+	cur, ok := d.data[r.Key]
+	var sum recordSummary
+	if ok {
+		sum, err = decodeSummary(r.Key, cur.data)
+	} else {
+		sum, err = b.storedSummary(r.Key)
+	}
+	if err != nil {
+		return err
+	}
+	if sum.Name != r.Name {
+		return nameChanged(r.Key, sum.Name, r.Name)
+	}
+	if !mayRewrite(sum.State, r.State) {
+		return settled(r.Key, sum.State, r.State)
+	}
+	w := &deferredWrite{data: data}
+	if d.data == nil {
+		d.data = map[string]*deferredWrite{}
+	}
+	d.data[r.Key] = w
+	key := r.Key
+	b.writes.enqueue(updateApply(r.Key, r.Name, r.State, data), func(err error) { b.committed(key, w, err) })
+	if d.timer == nil {
+		d.timer = time.AfterFunc(b.deferDelay, b.flushDeferred)
+	}
+	return nil
+}
+
+// storedSummary reads the summary of the record stored under key.
+func (b *Bolt) storedSummary(key string) (recordSummary, error) {
+	var sum recordSummary
+	err := b.view(func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucketRecords).Get([]byte(key))
+		if data == nil {
+			return fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(key))
+		}
+		var err error
+		sum, err = decodeSummary(key, data)
+		return err
+	})
+	return sum, err
+}
+
+// committed is told the outcome of deferred write w of key: reads go to
+// the file again, unless a later deferred write of key is waiting.
+func (b *Bolt) committed(key string, w *deferredWrite, err error) {
+	d := &b.deferred
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.data[key] == w {
+		delete(d.data, key)
+	}
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("keystore: deferred update of %s lost: %w", keyRef(key), err)
+	}
+}
+
+// dropDeferred forgets the deferred write of key, once a later Update of
+// key has committed (after it, since deferred writes queue first).
+func (b *Bolt) dropDeferred(key string) {
+	d := &b.deferred
+	d.mu.Lock()
+	delete(d.data, key)
+	d.mu.Unlock()
+}
+
+// deferredRecord returns the deferred write of key decoded, or nil.
+func (b *Bolt) deferredRecord(key string) (*Record, error) {
+	d := &b.deferred
+	d.mu.Lock()
+	w := d.data[key]
+	d.mu.Unlock()
+	if w == nil {
+		return nil, nil
+	}
+	return decodeRecord(key, w.data)
+}
+
+// deferredSnapshot returns the deferred writes waiting now, by key.
+func (b *Bolt) deferredSnapshot() map[string][]byte {
+	d := &b.deferred
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.data) == 0 {
+		return nil
+	}
+	out := make(map[string][]byte, len(d.data))
+	for k, w := range d.data {
+		out[k] = w.data
+	}
+	return out
+}
+
+// flushDeferred commits the deferred writes no other write has taken
+// along in the meantime.
+func (b *Bolt) flushDeferred() {
+	release, err := b.enter()
+	if err != nil {
+		return // Close flushed them
+	}
+	defer release()
+	d := &b.deferred
+	d.mu.Lock()
+	d.timer = nil
+	waiting := len(d.data) > 0
+	d.mu.Unlock()
+	if waiting {
+		b.writes.flush()
+	}
+}
+
+// closeDeferred commits the deferred writes before Close closes the file,
+// and reports the first deferred write that was lost. The caller holds
+// closeMu for writing, so no write is in flight.
+func (b *Bolt) closeDeferred() error {
+	d := &b.deferred
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	d.mu.Unlock()
+	b.writes.flush()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := d.err
+	if len(d.data) > 0 && err == nil {
+		err = errors.New("keystore: deferred updates left uncommitted at close")
+	}
+	return err
+}
+
+// overlay returns rec as this process sees it, given the deferred writes
+// snapshot taken before rec was read: a write committed since then is
+// in the snapshot still.
+func overlay(rec *Record, snap map[string][]byte) (*Record, error) {
+	if data, ok := snap[rec.Key]; ok {
+		return decodeRecord(rec.Key, data)
+	}
+	return rec, nil
+}
