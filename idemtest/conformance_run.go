@@ -148,8 +148,9 @@ func (r *conformanceRun) runAll(ctx context.Context) ([]CheckResult, error) {
 	}
 	if !r.cfg.isDraft() {
 		// A provider's documentation, not the draft, says what is right.
+		docs := strings.TrimPrefix(r.cfg.dialect.Docs[0], "https://")
 		for i := range results {
-			results[i].Ref = r.cfg.dialect.Name + " dialect (" + r.cfg.dialect.Docs[0] + "); " + results[i].Ref
+			results[i].Ref = r.cfg.dialect.Name + ": " + docs
 		}
 	}
 	return results, nil
