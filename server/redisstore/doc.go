@@ -1,5 +1,6 @@
-// Package redisstore is a testserver.Store kept in Redis, so several
-// replicas of the reference server share one set of idempotency keys.
+// Package redisstore is a server.Store kept in Redis, so several
+// replicas of an API share one set of idempotency keys, and an effect the
+// API keeps in Redis commits in one script with its key (CommitEffect).
 //
 // # How it works
 //
@@ -8,10 +9,9 @@
 //   - Reserve creates the record only if it is absent, or takes over a
 //     reservation whose lease has run out (same fingerprint only) — the
 //     SET NX PX pattern, with the takeover folded into the same step.
-//   - Complete, Release and the completion passed to CreatePayment and
-//     CreateOperation first compare the caller's fencing token with the
-//     record's; on a mismatch nothing is written and the call returns
-//     testserver.ErrFenced.
+//   - Complete, Release and CommitEffect first compare the caller's
+//     fencing token with the record's; on a mismatch nothing is written
+//     and the call returns server.ErrFenced.
 //   - Leases are compared against the Redis server's clock (TIME inside
 //     the script), never the replicas' clocks.
 //   - Retention is a key expiry (PEXPIREAT) set when a record completes:
@@ -44,8 +44,7 @@
 // # Keys
 //
 // All keys start with the store's prefix (default "idem:"). Records live
-// under prefix+"rec:"+hash(scope, key), payments and operations under
-// prefix+"pay:"/"op:"+hash(principal)+":"+id, with a sorted set per
-// principal listing its payments, a payment counter and the expiry index. For Redis Cluster, put a hash tag in the
-// prefix (for example "{idem}:") so each script's keys share a slot.
+// under prefix+"rec:"+hash(scope, key), beside the expiry index. For
+// Redis Cluster, put a hash tag in the prefix (for example "{idem}:") so
+// each script's keys share a slot.
 package redisstore

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // keys names the Redis keys of one store.
@@ -15,8 +15,8 @@ type keys struct{ prefix string }
 // parts are hashed length-prefixed, so no choice of separators in a
 // principal, route or key can make two scopes collide, and raw keys never
 // show up in key names.
-func (k keys) record(scope testserver.Scope, key string) string {
-	return k.prefix + "rec:" + digest(scope.Principal, scope.Method, scope.Route, key)
+func (k keys) record(scope server.Scope, key string) string {
+	return k.prefix + "rec:" + Digest(scope.Principal, scope.Method, scope.Route, key)
 }
 
 // expiries is the sorted set of records by when they are due to leave
@@ -26,29 +26,9 @@ func (k keys) expiries() string {
 	return k.prefix + "expiries"
 }
 
-// payment is the hash holding one payment of principal.
-func (k keys) payment(principal, id string) string {
-	return k.prefix + "pay:" + digest(principal) + ":" + id
-}
-
-// payments is the sorted set listing principal's payments.
-func (k keys) payments(principal string) string {
-	return k.prefix + "pays:" + digest(principal)
-}
-
-// paymentCount counts the payments of every principal; its value also
-// orders payments created at the same instant.
-func (k keys) paymentCount() string {
-	return k.prefix + "paycount"
-}
-
-// operation is the hash holding one operation of principal.
-func (k keys) operation(principal, id string) string {
-	return k.prefix + "op:" + digest(principal) + ":" + id
-}
-
-// digest hashes parts, each prefixed with its length.
-func digest(parts ...string) string {
+// Digest hashes parts, each prefixed with its length, for key names no
+// choice of separators can make collide and that never show raw values.
+func Digest(parts ...string) string {
 	h := sha256.New()
 	var n [8]byte
 	for _, p := range parts {

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // DefaultPrefix starts every key the store writes unless WithPrefix says
@@ -15,8 +15,8 @@ const DefaultPrefix = "idem:"
 
 // DefaultReservationGrace is how long a reservation outlives its lease
 // before Redis drops it, unless WithReservationGrace says otherwise: the
-// same for every store, testserver.DefaultReservationGrace.
-const DefaultReservationGrace = testserver.DefaultReservationGrace
+// same for every store, server.DefaultReservationGrace.
+const DefaultReservationGrace = server.DefaultReservationGrace
 
 // Option configures Open.
 type Option func(*config)

@@ -75,36 +75,6 @@ redis.call('ZREM', KEYS[2], KEYS[1])
 return 1
 `
 
-// createPaymentLua: KEYS payment, principal's index, payment count and,
-// with a completion, the record and the expiry index; ARGV id, principal, amount, currency,
-// reference, status, created, index score, then token and a completion.
-// Returns 'ok', 'fenced' or 'duplicate'.
-const createPaymentLua = luaPrelude + `
-local withCompletion = #KEYS == 5
-if withCompletion and not owns(KEYS[4], ARGV[9]) then return 'fenced' end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
-if withCompletion then complete(KEYS[4], 10) end
-local seq = redis.call('INCR', KEYS[3])
-redis.call('HSET', KEYS[1], 'id', ARGV[1], 'principal', ARGV[2], 'amount', ARGV[3],
-	'currency', ARGV[4], 'reference', ARGV[5], 'status', ARGV[6], 'created', ARGV[7])
-redis.call('ZADD', KEYS[2], ARGV[8], string.format('%020d', seq) .. ':' .. ARGV[1])
-return 'ok'
-`
-
-// createOperationLua: KEYS operation and, with a completion, the record
-// and the expiry index;
-// ARGV id, principal, kind, amount, currency, reference, created, settle
-// at, then token and a completion. Returns 'ok', 'fenced' or 'duplicate'.
-const createOperationLua = luaPrelude + `
-local withCompletion = #KEYS == 3
-if withCompletion and not owns(KEYS[2], ARGV[9]) then return 'fenced' end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
-if withCompletion then complete(KEYS[2], 10) end
-redis.call('HSET', KEYS[1], 'id', ARGV[1], 'principal', ARGV[2], 'kind', ARGV[3], 'amount', ARGV[4],
-	'currency', ARGV[5], 'reference', ARGV[6], 'created', ARGV[7], 'settle_at', ARGV[8])
-return 'ok'
-`
-
 // sweepLua: KEYS[1] expiry index; ARGV limit. Removes up to limit index
 // entries whose time has passed and deletes each record still due: a
 // completed record past its retention, or a reservation past its lease
@@ -132,16 +102,14 @@ return swept
 // scripts are the store's Lua scripts, loaded on first use (EVALSHA with
 // a fallback to EVAL).
 type scripts struct {
-	reserve, complete, release, sweep, createPayment, createOperation *redis.Script
+	reserve, complete, release, sweep *redis.Script
 }
 
 func newScripts() scripts {
 	return scripts{
-		reserve:         redis.NewScript(reserveLua),
-		complete:        redis.NewScript(completeLua),
-		release:         redis.NewScript(releaseLua),
-		sweep:           redis.NewScript(sweepLua),
-		createPayment:   redis.NewScript(createPaymentLua),
-		createOperation: redis.NewScript(createOperationLua),
+		reserve:  redis.NewScript(reserveLua),
+		complete: redis.NewScript(completeLua),
+		release:  redis.NewScript(releaseLua),
+		sweep:    redis.NewScript(sweepLua),
 	}
 }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
-// Store is a testserver.Store in Redis. It is safe for concurrent use, and
+// Store is a server.Store in Redis. It is safe for concurrent use, and
 // any number of Stores (in one process or many) may share one Redis
 // database and prefix.
 type Store struct {
@@ -25,7 +25,7 @@ type Store struct {
 	logger  *slog.Logger
 }
 
-var _ testserver.Store = (*Store)(nil)
+var _ server.Store = (*Store)(nil)
 
 // Open connects to the Redis server named by url (redis://, rediss:// or
 // unix://, as redis.ParseURL reads it) and checks that it answers. It
@@ -64,8 +64,8 @@ func (s *Store) Close() error {
 	return s.client.Close()
 }
 
-// Reserve implements testserver.Store.
-func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, fingerprint string, lease time.Duration) (*testserver.Reservation, *testserver.Record, error) {
+// Reserve implements server.Store.
+func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprint string, lease time.Duration) (*server.Reservation, *server.Record, error) {
 	if key == "" || fingerprint == "" {
 		return nil, nil, errors.New("redisstore: reserve needs a key and a fingerprint")
 	}
@@ -80,8 +80,8 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
 	}
 	if len(reply) == 1 && reply[0] == "reserved" {
-		s.logger.Debug("redisstore: key reserved", "key_hash", testserver.KeyHash(key))
-		return &testserver.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+		s.logger.Debug("redisstore: key reserved", "key_hash", server.KeyHash(key))
+		return &server.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 	}
 	if len(reply) == 0 || reply[0] != "existing" {
 		return nil, nil, fmt.Errorf("redisstore: reserve: unexpected reply %v", reply)
@@ -93,8 +93,8 @@ func (s *Store) Reserve(ctx context.Context, scope testserver.Scope, key, finger
 	return nil, rec, nil
 }
 
-// Complete implements testserver.Store.
-func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
+// Complete implements server.Store.
+func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 	args, err := completionArgs(c)
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
@@ -105,26 +105,26 @@ func (s *Store) Complete(ctx context.Context, c testserver.Completion) error {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	if owned == 0 {
-		s.logger.Info("redisstore: stale owner fenced on complete", "key_hash", testserver.KeyHash(r.Key))
-		return fmt.Errorf("redisstore: complete: %w", testserver.ErrFenced)
+		s.logger.Info("redisstore: stale owner fenced on complete", "key_hash", server.KeyHash(r.Key))
+		return fmt.Errorf("redisstore: complete: %w", server.ErrFenced)
 	}
 	return nil
 }
 
-// Release implements testserver.Store.
-func (s *Store) Release(ctx context.Context, r testserver.Reservation) error {
+// Release implements server.Store.
+func (s *Store) Release(ctx context.Context, r server.Reservation) error {
 	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries()}, r.Token).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
 	if owned == 0 {
-		s.logger.Info("redisstore: stale owner fenced on release", "key_hash", testserver.KeyHash(r.Key))
-		return fmt.Errorf("redisstore: release: %w", testserver.ErrFenced)
+		s.logger.Info("redisstore: stale owner fenced on release", "key_hash", server.KeyHash(r.Key))
+		return fmt.Errorf("redisstore: release: %w", server.ErrFenced)
 	}
 	return nil
 }
 
-// Sweep implements testserver.Store. Redis itself drops a completed record
+// Sweep implements server.Store. Redis itself drops a completed record
 // when its retention ends and a reservation when its lease plus the grace
 // has passed (PEXPIREAT), so the memory comes back without Sweep; what
 // Sweep does is work through the expiry index, removing up to limit
@@ -145,12 +145,12 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 
 // completionArgs returns the script arguments of c: its token, then
 // status, encoded header, body, resource id and retention in milliseconds.
-func completionArgs(c testserver.Completion) ([]any, error) {
+func completionArgs(c server.Completion) ([]any, error) {
 	// Expiries are Unix milliseconds in Redis.
-	if err := testserver.ValidateCompletion(c, time.Millisecond); err != nil {
+	if err := server.ValidateCompletion(c, time.Millisecond); err != nil {
 		return nil, err
 	}
-	header, err := testserver.EncodeHeader(c.Response.Header)
+	header, err := server.EncodeHeader(c.Response.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -161,18 +161,18 @@ func completionArgs(c testserver.Completion) ([]any, error) {
 }
 
 // parseRecord builds a record from an HGETALL reply.
-func parseRecord(scope testserver.Scope, key string, flat []any) (*testserver.Record, error) {
+func parseRecord(scope server.Scope, key string, flat []any) (*server.Record, error) {
 	f := make(map[string]string, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
 		name, _ := flat[i].(string)
 		value, _ := flat[i+1].(string)
 		f[name] = value
 	}
-	rec := &testserver.Record{
+	rec := &server.Record{
 		Scope:       scope,
 		Key:         key,
 		Fingerprint: f["fp"],
-		State:       testserver.RecordState(f["state"]),
+		State:       server.RecordState(f["state"]),
 		Token:       f["token"],
 	}
 	var err error
@@ -185,7 +185,7 @@ func parseRecord(scope testserver.Scope, key string, flat []any) (*testserver.Re
 	if rec.ExpiresAt, err = millis(f["expires"]); err != nil {
 		return nil, fmt.Errorf("stored expiry: %w", err)
 	}
-	if rec.State == testserver.StateCompleted {
+	if rec.State == server.StateCompleted {
 		if rec.Response, err = parseResponse(f); err != nil {
 			return nil, err
 		}
@@ -193,13 +193,13 @@ func parseRecord(scope testserver.Scope, key string, flat []any) (*testserver.Re
 	return rec, nil
 }
 
-func parseResponse(f map[string]string) (*testserver.Response, error) {
+func parseResponse(f map[string]string) (*server.Response, error) {
 	status, err := strconv.Atoi(f["status"])
 	if err != nil {
 		return nil, fmt.Errorf("stored status: %w", err)
 	}
-	resp := &testserver.Response{Status: status, Body: []byte(f["body"]), ResourceID: f["rid"]}
-	if resp.Header, err = testserver.DecodeHeader([]byte(f["header"])); err != nil {
+	resp := &server.Response{Status: status, Body: []byte(f["body"]), ResourceID: f["rid"]}
+	if resp.Header, err = server.DecodeHeader([]byte(f["header"])); err != nil {
 		return nil, err
 	}
 	return resp, nil

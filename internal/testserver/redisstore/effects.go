@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server/redisstore"
 )
 
 // CreatePayment implements testserver.Store: the payment and, with c
@@ -25,7 +26,7 @@ func (s *Store) CreatePayment(ctx context.Context, p testserver.Payment, c *test
 	}
 	keys := []string{s.keys.payment(p.Principal, p.ID), s.keys.payments(p.Principal), s.keys.paymentCount()}
 	args := []any{p.ID, p.Principal, p.Amount, p.Currency, p.Reference, p.Status, created, p.Created.UnixMicro()}
-	err = s.runEffect(ctx, s.scripts.createPayment, keys, args, c)
+	err = s.runEffect(ctx, s.effects.createPayment, keys, args, c)
 	if err != nil {
 		return fmt.Errorf("redisstore: create payment %q: %w", p.ID, err)
 	}
@@ -47,39 +48,43 @@ func (s *Store) CreateOperation(ctx context.Context, op testserver.Operation, c 
 	}
 	keys := []string{s.keys.operation(op.Principal, op.ID)}
 	args := []any{op.ID, op.Principal, op.Kind, op.Amount, op.Currency, op.Reference, created, settle}
-	err = s.runEffect(ctx, s.scripts.createOperation, keys, args, c)
+	err = s.runEffect(ctx, s.effects.createOperation, keys, args, c)
 	if err != nil {
 		return fmt.Errorf("redisstore: create operation %q: %w", op.ID, err)
 	}
 	return nil
 }
 
-// runEffect runs an effect script, appending c's record key and arguments
-// when there is a completion, and maps its answer to an error.
-func (s *Store) runEffect(ctx context.Context, script *redis.Script, keys []string, args []any, c *testserver.Completion) error {
-	if c != nil {
-		cargs, err := completionArgs(*c)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, s.keys.record(c.Reservation.Scope, c.Reservation.Key), s.keys.expiries())
-		args = append(args, cargs...)
+// effects are the payments API's writes, each committed with a key's
+// completion by CommitEffect.
+type effects struct{ createPayment, createOperation *redisstore.Effect }
+
+// createPayment: KEYS payment, principal's index, payment count; ARGV id,
+// principal, amount, currency, reference, status, created, index score.
+// createOperation: KEYS operation; ARGV id, principal, kind, amount,
+// currency, reference, created, settle at.
+func newEffects() effects {
+	return effects{
+		createPayment: redisstore.NewEffect(
+			`if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end`, `
+local seq = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'principal', ARGV[2], 'amount', ARGV[3],
+	'currency', ARGV[4], 'reference', ARGV[5], 'status', ARGV[6], 'created', ARGV[7])
+redis.call('ZADD', KEYS[2], ARGV[8], string.format('%020d', seq) .. ':' .. ARGV[1])`),
+		createOperation: redisstore.NewEffect(
+			`if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end`, `
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'principal', ARGV[2], 'kind', ARGV[3], 'amount', ARGV[4],
+	'currency', ARGV[5], 'reference', ARGV[6], 'created', ARGV[7], 'settle_at', ARGV[8])`),
 	}
-	answer, err := script.Run(ctx, s.client, keys, args...).Text()
-	if err != nil {
-		return err
-	}
-	switch answer {
-	case "ok":
-		return nil
-	case "fenced":
-		s.logger.Info("redisstore: stale owner fenced on effect", "key_hash", testserver.KeyHash(c.Reservation.Key))
-		return testserver.ErrFenced
-	case "duplicate":
+}
+
+// runEffect commits e with c and maps a duplicate to a readable error.
+func (s *Store) runEffect(ctx context.Context, e *redisstore.Effect, keys []string, args []any, c *testserver.Completion) error {
+	err := s.CommitEffect(ctx, e, c, keys, args...)
+	if errors.Is(err, redisstore.ErrEffectRefused) {
 		return errors.New("already exists")
-	default:
-		return fmt.Errorf("unexpected reply %q", answer)
 	}
+	return err
 }
 
 // GetPayment implements testserver.Store.

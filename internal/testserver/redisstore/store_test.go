@@ -43,7 +43,7 @@ func TestFailedEffectScriptWritesNothing(t *testing.T) {
 
 	res, _, err := s.Reserve(ctx, scope, "k", "fp", time.Minute)
 	require.NoError(t, err)
-	recordKey := s.keys.record(scope, "k")
+	recordKey := s.RecordKey(scope, "k")
 	require.NoError(t, rawClient(t, url).Set(ctx, recordKey, "corrupt", time.Minute).Err())
 
 	p := storetest.NewPayment(scope.Principal)
@@ -71,7 +71,7 @@ func TestRecordsExpireOnTheServer(t *testing.T) {
 	done, _, err := s.Reserve(ctx, scope, "done", "fp", time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, s.Complete(ctx, testserver.Completion{Reservation: *done, Response: storetest.JSONResponse("{}"), Retention: time.Hour}))
-	ttl, err := raw.PTTL(ctx, s.keys.record(scope, "done")).Result()
+	ttl, err := raw.PTTL(ctx, s.RecordKey(scope, "done")).Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 30*time.Minute, "a completed record expires after its retention")
 	assert.LessOrEqual(t, ttl, time.Hour)
@@ -79,7 +79,7 @@ func TestRecordsExpireOnTheServer(t *testing.T) {
 	_, _, err = s.Reserve(ctx, scope, "abandoned", "fp", 50*time.Millisecond)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		n, err := raw.Exists(ctx, s.keys.record(scope, "abandoned")).Result()
+		n, err := raw.Exists(ctx, s.RecordKey(scope, "abandoned")).Result()
 		return err == nil && n == 0
 	}, 10*time.Second, 10*time.Millisecond, "an abandoned reservation must expire")
 

@@ -1,0 +1,6 @@
+// Package redisstore is the reference server's testserver.Store in Redis:
+// server/redisstore's idempotency records, with payments and operations
+// beside them under the same prefix (pay:/op:+hash(principal)+":"+id, a
+// sorted set per principal, a payment counter), each effect committed in
+// one script with its key's completion (server/redisstore's CommitEffect).
+package redisstore

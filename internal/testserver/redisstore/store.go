@@ -1,0 +1,47 @@
+package redisstore
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server/redisstore"
+)
+
+// Store is a testserver.Store in Redis: server/redisstore's idempotency
+// records, and the payments API's hashes beside them under the same
+// prefix, each effect committed with its key in one script (CommitEffect).
+// It is safe for concurrent use.
+type Store struct {
+	*redisstore.Store
+	client  *redis.Client
+	keys    keys
+	effects effects
+}
+
+var _ testserver.Store = (*Store)(nil)
+
+// The options of server/redisstore, which Open takes.
+type Option = redisstore.Option
+
+// Defaults of server/redisstore.
+const (
+	DefaultPrefix           = redisstore.DefaultPrefix
+	DefaultReservationGrace = redisstore.DefaultReservationGrace
+)
+
+var (
+	WithPrefix           = redisstore.WithPrefix
+	WithLogger           = redisstore.WithLogger
+	WithReservationGrace = redisstore.WithReservationGrace
+)
+
+// Open opens server/redisstore on url.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	records, err := redisstore.Open(ctx, url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Store: records, client: records.Client(), keys: keys{prefix: records.Prefix()}, effects: newEffects()}, nil
+}

@@ -1,0 +1,26 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
+)
+
+// newPrefix returns a key prefix of the test's own, whose keys are
+// deleted when the test ends.
+func newPrefix(tb testing.TB, rawURL string) string {
+	tb.Helper()
+	return testenv.RedisPrefix(tb, rawURL, "idemtest:")
+}
+
+// openStore opens a store under prefix, closed when the test ends.
+func openStore(tb testing.TB, rawURL, prefix string, opts ...Option) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), rawURL, append([]Option{WithPrefix(prefix)}, opts...)...)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
