@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/keystore"
+)
+
+// syncedStore hides the keystore's Deferrer (and Adopter), so the client
+// settles with a durable Update: the two-fsync path.
+type syncedStore struct{ keystore.Store }
+
+// BenchmarkCallDurable is BenchmarkCall's idem-bbolt call (Begin then Do
+// against the loopback reference server, fdatasync on) with the settle
+// deferred into the next group commit (the default: one fsync per call)
+// or synced on its own (two fsyncs per call). Sequential calls, so the
+// deferred settle rides with the next call's Begin.
+func BenchmarkCallDurable(b *testing.B) {
+	srv := newPaymentServer(b)
+	url := srv.URL + "/v1/payments"
+	ctx := context.Background()
+	for _, mode := range []string{"deferred", "synced"} {
+		b.Run("settle="+mode, func(b *testing.B) {
+			s, err := keystore.OpenBolt(filepath.Join(b.TempDir(), "keys.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var store keystore.Store = s
+			if mode == "synced" {
+				store = syncedStore{s}
+			}
+			c, err := idem.New(idem.WithHTTPClient(srv.Client()), idem.WithStore(store))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = c.Close(); _ = s.Close() })
+			b.ReportAllocs()
+			for b.Loop() {
+				in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp, err := c.Do(ctx, in)
+				finish(b, resp, err)
+			}
+		})
+	}
+}
