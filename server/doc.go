@@ -23,6 +23,6 @@
 //
 // Stores: MemoryStore (one process), pgstore (PostgreSQL) and redisstore
 // (Redis), all held to the contract suite in storetest. A handler whose
-// effect lives in the same database commits it with the key's completion
-// (see Held); a message consumer uses Once.
+// effect lives in the same database commits it with the key's completion,
+// in its own transaction (see Held); a message consumer uses Once.
 package server

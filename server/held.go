@@ -10,8 +10,8 @@ import (
 // being handled (HeldFrom). A handler whose effect lives in the same
 // database as the keys commits the two together: it passes Completion(resp)
 // to the store's transactional hook (pgstore.Store.CompleteTx inside its
-// own transaction, MemoryStore.CompleteFunc), answers resp, then calls
-// MarkCompleted so the layer does not complete the key a second time. A
+// own transaction, redisstore.Store.CommitEffect, MemoryStore.CompleteFunc),
+// answers resp, then calls MarkCompleted so the layer does not complete the key a second time. A
 // crash then keeps both the effect and its answer, or neither.
 type Held struct {
 	Reservation Reservation
