@@ -142,9 +142,12 @@ type ConformanceOptions struct {
 	// returns undoes that. An error fails the in-progress check. See
 	// Server.ConformanceOptions.
 	//
-	// Without Hold or SlowHeader the in-progress check relies on the
-	// concurrent duplicates alone and is skipped when none of them was
-	// answered 409.
+	// Hold applies to the first burst of the concurrency check only; the
+	// others run at the server's own speed. Without Hold or SlowHeader the
+	// in-progress check relies on the bursts alone: it passes when a
+	// duplicate was refused in progress, fails when the answer times show
+	// duplicates held until their original finished (lock-and-wait), and
+	// is skipped when the handler is too fast to tell.
 	Hold func(ctx context.Context) (release func(), err error)
 	// ResourceID extracts the id of the resource a 2xx body describes; the
 	// concurrency and scoping checks count distinct ids. Default: the
