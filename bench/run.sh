@@ -54,6 +54,13 @@ go run ./bench/cmd/herd -seeds 9 | tee "$OUT/herd.md"
 echo "== outage (real loopback HTTP)"
 go run ./bench/cmd/outage -runs 3 | tee "$OUT/outage.md"
 
+echo "== storm and outage through ONE shared client (real loopback HTTP, server in its own process)"
+# The shedding server is the storm binary itself, started as a child
+# process (-serve); strategies alternate within each of the rounds.
+go build -o "$OUT/storm" ./bench/cmd/storm
+"$OUT/storm" -n 200 -slots 8 -service 25ms -rounds 5 | tee "$OUT/storm.md"
+"$OUT/storm" -n 200 -slots 8 -service 10ms -rounds 5 -outage 0 | tee "$OUT/storm-10ms.md"
+
 echo "== server throughput (load generator in its own process)"
 # The protected and the unprotected handler run once per store: memory
 # always, Postgres and Redis when a URL is given (IDEM_BENCH_POSTGRES /

@@ -45,17 +45,25 @@ func StormContenders() []StormContender {
 		loopContender("exponential, no jitter", false, func() idem.Backoff { return idem.Exponential(base, ceiling) }, nil),
 		retryablehttpContender(),
 		loopContender("AWS retry quota (500, cost 5), full jitter", true, func() idem.Backoff { return idem.FullJitter(base, ceiling, rand.Float64) }, newAWSQuota),
-		IdemContender("idem fixed bucket (100, 0.1), Begin/Do", false, idem.WithBudget(idem.NewBudget(idem.DefaultBudgetCapacity, idem.DefaultBudgetRetryCost, idem.DefaultBudgetSuccessRefill))),
-		IdemContender("idem default (adaptive), Begin/Do", false),
-		IdemContender("idem default (adaptive), Transport", true),
+		IdemContender("idem fixed bucket (100, 0.1), Begin/Do", false, func() []idem.Option {
+			return []idem.Option{idem.WithBudget(idem.NewBudget(idem.DefaultBudgetCapacity, idem.DefaultBudgetRetryCost, idem.DefaultBudgetSuccessRefill))}
+		}),
+		IdemContender("idem default (adaptive), Begin/Do", false, nil),
+		IdemContender("idem default (adaptive), Transport", true, nil),
 	}
 }
 
-// IdemContender is one idem Client with opts over rt; through its
-// Transport when transport, else by Begin and Do.
-func IdemContender(name string, transport bool, opts ...idem.Option) StormContender {
+// IdemContender is one idem Client over rt with the options opts returns
+// (nil: the defaults), built afresh for every run so that no budget is
+// carried over; through its Transport when transport, else by Begin and
+// Do.
+func IdemContender(name string, transport bool, opts func() []idem.Option) StormContender {
 	return StormContender{Name: name, Jittered: true, New: func(rt http.RoundTripper) (StormCall, func(), error) {
-		c, err := idem.New(append([]idem.Option{idem.WithBaseTransport(rt)}, opts...)...)
+		o := []idem.Option{idem.WithBaseTransport(rt)}
+		if opts != nil {
+			o = append(o, opts()...)
+		}
+		c, err := idem.New(o...)
 		if err != nil {
 			return nil, nil, err
 		}

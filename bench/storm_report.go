@@ -23,9 +23,9 @@ func (s spread) format(verb string) string {
 
 // WriteStormTable writes the storm's rounds (rounds[r][i] is contender i
 // in round r) as a Markdown table of medians with their ranges. Attempts
-// are also shown as a ratio to the contender named baseline, makespan as
-// a ratio to the fastest jittered contender that failed no caller, both
-// taken within each round.
+// and makespan are also shown as ratios to the contender named baseline,
+// and makespan to the fastest jittered contender that failed no caller,
+// all taken within each round.
 func WriteStormTable(w io.Writer, rounds [][]StormResult, contenders []StormContender, baseline string) error {
 	if len(rounds) == 0 {
 		return fmt.Errorf("bench: storm table: no rounds")
@@ -35,11 +35,11 @@ func WriteStormTable(w io.Writer, rounds [][]StormResult, contenders []StormCont
 		return fmt.Errorf("bench: storm table: no contender named %q", baseline)
 	}
 	if _, err := io.WriteString(w, "| strategy | failed callers | attempts / caller | attempts vs "+baseline+
-		" | makespan | makespan / fastest jittered | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"); err != nil {
+		" | makespan | makespan vs "+baseline+" | makespan / fastest jittered | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"); err != nil {
 		return err
 	}
 	for i, c := range contenders {
-		var failed, apc, apcRatio, mk, mkRatio, p50, p99 []float64
+		var failed, apc, apcRatio, mk, mkBase, mkRatio, p50, p99 []float64
 		for _, round := range rounds {
 			// A contender that failed callers may end early by giving up:
 			// the reference is the fastest jittered one that failed none.
@@ -54,13 +54,14 @@ func WriteStormTable(w io.Writer, rounds [][]StormResult, contenders []StormCont
 			apc = append(apc, r.AttemptsPerCaller())
 			apcRatio = append(apcRatio, r.AttemptsPerCaller()/round[base].AttemptsPerCaller())
 			mk = append(mk, r.Makespan.Seconds())
+			mkBase = append(mkBase, float64(r.Makespan)/float64(max(round[base].Makespan, 1)))
 			mkRatio = append(mkRatio, float64(r.Makespan)/float64(max(fastest, 1)))
 			p50 = append(p50, r.P50.Seconds())
 			p99 = append(p99, r.P99.Seconds())
 		}
-		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s s | %s | %s s | %s s |\n", c.Name,
+		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s s | %s | %s | %s s | %s s |\n", c.Name,
 			spreadOf(failed).format("%.0f"), spreadOf(apc).format("%.2f"), spreadOf(apcRatio).format("%.2f"),
-			spreadOf(mk).format("%.2f"), spreadOf(mkRatio).format("%.2f"), spreadOf(p50).format("%.2f"), spreadOf(p99).format("%.2f"))
+			spreadOf(mk).format("%.2f"), spreadOf(mkBase).format("%.2f"), spreadOf(mkRatio).format("%.2f"), spreadOf(p50).format("%.2f"), spreadOf(p99).format("%.2f"))
 		if err != nil {
 			return err
 		}

@@ -27,8 +27,8 @@ func TestStormSharedDefaultClientFailsNoCaller(t *testing.T) {
 	// exercised.
 	url := newTestShedServer(t, 4, 10*time.Millisecond)
 	for _, c := range []StormContender{
-		IdemContender("idem default, Begin/Do", false),
-		IdemContender("idem default, Transport", true),
+		IdemContender("idem default, Begin/Do", false, nil),
+		IdemContender("idem default, Transport", true, nil),
 	} {
 		res, err := RunStorm(context.Background(), StormConfig{URL: url, Callers: 120, Timeout: 30 * time.Second}, c)
 		require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestStormOutageSharedDefaultClientStaysUnder1_2(t *testing.T) {
 	t.Parallel()
 	url := newTestShedServer(t, 2, 10*time.Millisecond)
 	cfg := StormOutageConfig{URL: url, Rate: 2000, Duration: time.Second, Adapted: 300 * time.Millisecond}
-	res, err := RunStormOutage(context.Background(), cfg, IdemContender("idem default, Begin/Do", false))
+	res, err := RunStormOutage(context.Background(), cfg, IdemContender("idem default, Begin/Do", false, nil))
 	require.NoError(t, err)
 	t.Logf("amplification %.3f, adapted %.3f", res.Amplification(), res.AdaptedAmplification())
 	require.Equal(t, 2000, res.Callers)
@@ -64,11 +64,29 @@ func TestStormPlainLoopWithoutBudgetRetriesEveryCall(t *testing.T) {
 	assert.Equal(t, 5.0, res.Amplification(), "every call makes its 5 attempts")
 }
 
+func TestStormContendersStartAfresh(t *testing.T) {
+	t.Parallel()
+	url := newTestShedServer(t, 1, time.Millisecond)
+	var fixed StormContender
+	for _, c := range StormContenders() {
+		if strings.Contains(c.Name, "fixed bucket") {
+			fixed = c
+		}
+	}
+	require.NotNil(t, fixed.New)
+	cfg := StormOutageConfig{URL: url, Rate: 1000, Duration: 200 * time.Millisecond}
+	for run := range 2 {
+		res, err := RunStormOutage(context.Background(), cfg, fixed)
+		require.NoError(t, err)
+		assert.Equal(t, 300, res.Attempts, "run %d: 200 calls and the bucket's 100 retries", run)
+	}
+}
+
 func TestStormRefusesOtherHosts(t *testing.T) {
 	t.Parallel()
-	_, err := RunStorm(context.Background(), StormConfig{URL: "http://example.com", Callers: 1}, IdemContender("x", false))
+	_, err := RunStorm(context.Background(), StormConfig{URL: "http://example.com", Callers: 1}, IdemContender("x", false, nil))
 	require.ErrorContains(t, err, "only http://127.0.0.1")
-	_, err = RunStormOutage(context.Background(), StormOutageConfig{URL: "http://localhost:1", Rate: 1, Duration: time.Second}, IdemContender("x", false))
+	_, err = RunStormOutage(context.Background(), StormOutageConfig{URL: "http://localhost:1", Rate: 1, Duration: time.Second}, IdemContender("x", false, nil))
 	require.ErrorContains(t, err, "only http://127.0.0.1")
 }
 
@@ -83,7 +101,7 @@ func TestWriteStormTables(t *testing.T) {
 	require.NoError(t, WriteStormTable(&buf, rounds, cs, "a"))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 4)
-	assert.Contains(t, lines[3], "| b | 0 (0–1) | 2.25 (2.00–2.50) | 0.75 (0.67–0.83) | 2.00 (2.00–2.00) s | 2.00 (2.00–2.00) |")
+	assert.Contains(t, lines[3], "| b | 0 (0–1) | 2.25 (2.00–2.50) | 0.75 (0.67–0.83) | 2.00 (2.00–2.00) s | 2.00 (2.00–2.00) | 2.00 (2.00–2.00) |")
 	require.Error(t, WriteStormTable(&buf, rounds, cs, "none"))
 
 	buf.Reset()
