@@ -43,7 +43,7 @@ with --token or --header.`,
   idem intents resume --token "$API_TOKEN"
   idem intents settle batch-42/payment-3 --succeeded --note "pay_123 in the provider dashboard"
   idem intents purge --older-than 24h --dry-run`,
-		Args: cobra.NoArgs,
+		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	env.ks.register(cmd.PersistentFlags(), getenv)

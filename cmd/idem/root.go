@@ -1,6 +1,12 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
 
 // newRootCommand assembles the idem command tree. getenv reads the
 // environment (os.Getenv in the binary) so tests can supply their own.
@@ -23,4 +29,21 @@ protocol, checks other servers against it, and manages client keystores.`,
 		newVersionCommand(),
 	)
 	return root
+}
+
+// unknownSubcommand is the Args of a command that only groups others:
+// cobra suggests near names for a typo at the top level only, so a typo
+// one level down gets the same help here.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, set only at the top
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return errors.New(msg)
 }

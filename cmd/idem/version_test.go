@@ -40,3 +40,16 @@ func TestVersionOfABuiltBinary(t *testing.T) {
 	assert.True(t, strings.HasPrefix(string(out), "idem "), "%s", out)
 	assert.Contains(t, string(out), "go1.")
 }
+
+// A typo one level down gets a suggestion, as at the top.
+func TestNestedTypoGetsASuggestion(t *testing.T) {
+	t.Parallel()
+	root := newRootCommand(func(string) string { return "" })
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"intents", "lst"})
+	err := root.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Did you mean this?\n\tlist")
+}
