@@ -29,6 +29,18 @@ import (
 // one commit instead of N, while a lone call commits at once with no added
 // wait. Each call still gets its own outcome.
 //
+// Layout: a new record is appended to a log under a time-ordered id, so
+// the records of one commit share a few pages whatever their keys (random
+// UUIDv4 keys put into a key-ordered B-tree would dirty about one page
+// each); the log is folded into the key-ordered records in bulk, at
+// Close, before a Purge, and in the background once it holds 65536
+// records. A fold still dirties about one page per record once the
+// records bucket is much bigger than the log; purged keystores stay
+// small enough for it to pay. The index from key to log id lives in memory and is
+// rebuilt from the log's ids at open. A file of the earlier layout
+// (format version 1) is opened in place and marked version 2, which
+// builds before the log refuse.
+//
 // Damage that OpenBolt cannot see (a record that fails its checksum or
 // does not decode, a page bbolt cannot read) is reported as ErrCorrupt by
 // the call that meets it, never read as a changed record; List and Purge
@@ -53,6 +65,11 @@ type Bolt struct {
 	// deferDelay is how long they wait for another write's commit.
 	deferred   deferredSet
 	deferDelay time.Duration
+
+	// log indexes the records not yet folded into bucketRecords (see
+	// bolt_log.go); foldAt is the log size that starts a fold.
+	log    logIndex
+	foldAt int
 }
 
 var (
@@ -69,7 +86,7 @@ const (
 func newBolt(db *bolt.DB, path string) *Bolt {
 	return &Bolt{db: db, path: path, writes: newCommitter(db, path),
 		purgeBatch: defaultPurgeBatch, purgeScan: defaultPurgeScan,
-		deferDelay: DefaultDeferDelay}
+		deferDelay: DefaultDeferDelay, foldAt: defaultFoldAt}
 }
 
 // Path returns the path of the keystore file.
@@ -122,18 +139,19 @@ func (b *Bolt) AdoptCreate(ctx context.Context, r *Record) (existing *Record, cr
 		existing, created = nil, false
 		if len(name) > 0 {
 			if k := tx.Bucket(bucketNames).Get(name); k != nil {
-				rec, err := namedRecord(tx, string(name), string(k))
+				rec, err := namedRecord(tx, string(name), string(k), b.log.committed(string(k)))
 				existing = rec
 				return false, err
 			}
 		}
-		records := tx.Bucket(bucketRecords)
-		if records.Get(key) != nil {
+		if bucket, loc := locate(tx, r.Key, b.log.committed(r.Key)); bucket.Get(loc) != nil {
 			return false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(r.Key))
 		}
-		if err := records.Put(key, data); err != nil {
+		id := b.log.newLogID(r.Key)
+		if err := tx.Bucket(bucketLog).Put(id, data); err != nil {
 			return true, fmt.Errorf("keystore: create %s: %w", keyRef(r.Key), err)
 		}
+		b.log.publish(r.Key, id)
 		if len(name) > 0 {
 			if err := tx.Bucket(bucketNames).Put(name, key); err != nil {
 				return true, fmt.Errorf("keystore: create %s: index name: %w", keyRef(r.Key), err)
@@ -169,13 +187,11 @@ func (b *Bolt) Get(ctx context.Context, key string) (*Record, error) {
 	if rec, err := b.deferredRecord(key); rec != nil || err != nil {
 		return rec, err
 	}
-	var rec *Record
-	err = b.view(func(tx *bolt.Tx) error {
-		var err error
-		rec, err = getRecord(tx, key)
-		return err
-	})
-	return rec, err
+	data, err := b.readStored(key)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRecord(key, data)
 }
 
 // GetByName returns the record with this name, or ErrNotFound.
@@ -194,23 +210,29 @@ func (b *Bolt) GetByName(ctx context.Context, name string) (*Record, error) {
 // getByName is GetByName for a call already admitted by enter.
 func (b *Bolt) getByName(name string) (*Record, error) {
 	snap := b.deferredSnapshot() // before the read: see overlay
-	var rec *Record
-	err := b.view(func(tx *bolt.Tx) error {
-		var key []byte
-		if name != "" {
-			key = tx.Bucket(bucketNames).Get([]byte(name))
-		}
-		if key == nil {
-			return fmt.Errorf("%w: name %q", ErrNotFound, name)
-		}
-		var err error
-		if rec, err = namedRecord(tx, name, string(key)); err != nil {
+	for {
+		gen := b.log.gen.Load()
+		var rec *Record
+		err := b.view(func(tx *bolt.Tx) error {
+			var key []byte
+			if name != "" {
+				key = tx.Bucket(bucketNames).Get([]byte(name))
+			}
+			if key == nil {
+				return fmt.Errorf("%w: name %q", ErrNotFound, name)
+			}
+			var err error
+			if rec, err = namedRecord(tx, name, string(key), b.log.committed(string(key))); err != nil {
+				return err
+			}
+			rec, err = overlay(rec, snap)
 			return err
+		})
+		if errors.Is(err, ErrCorrupt) && b.log.gen.Load() != gen {
+			continue // a fold moved the record during the read
 		}
-		rec, err = overlay(rec, snap)
-		return err
-	})
-	return rec, err
+		return rec, err
+	}
 }
 
 // Update replaces the stored record with r.Key. It returns ErrNotFound if
@@ -231,7 +253,7 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
-	if err := b.writes.submit(ctx, updateApply(r.Key, r.Name, r.State, data)); err != nil {
+	if err := b.writes.submit(ctx, b.updateApply(r.Key, r.Name, r.State, data)); err != nil {
 		return err
 	}
 	b.dropDeferred(r.Key) // what was deferred for r.Key is older than r
@@ -240,10 +262,9 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 
 // updateApply is the write of Update and UpdateDeferred: the checks of
 // Update against the stored record, then the write of data.
-func updateApply(k, name string, state State, data []byte) applyFunc {
-	key := []byte(k)
+func (b *Bolt) updateApply(k, name string, state State, data []byte) applyFunc {
 	return func(tx *bolt.Tx) (bool, error) {
-		records := tx.Bucket(bucketRecords)
+		records, key := locate(tx, k, b.log.committed(k))
 		old := records.Get(key)
 		if old == nil {
 			return false, fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(k))
@@ -289,18 +310,32 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 	snap := b.deferredSnapshot() // before the read: see overlay
 	err = b.view(func(tx *bolt.Tx) error {
 		out, damaged = nil, corruptRecords{} // a retried view starts over
-		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-			if d, ok := snap[string(k)]; ok {
+		each := func(key string, v []byte) {
+			if d, ok := snap[key]; ok {
 				v = d
 			}
-			rec, err := decodeRecord(string(k), v)
+			rec, err := decodeRecord(key, v)
 			if err != nil {
-				damaged.add(string(k), err)
-				return nil
+				damaged.add(key, err)
+				return
 			}
 			if f.matches(rec) {
 				out = append(out, rec)
 			}
+		}
+		err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			each(string(k), v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+			key := string(k)
+			if len(k) > logIDPrefix {
+				key = logKeyOf(k)
+			}
+			each(key, v)
 			return nil
 		})
 	})
@@ -322,6 +357,9 @@ func (b *Bolt) Close() error {
 	}
 	b.closed = true
 	derr := b.closeDeferred()
+	if err := b.fold(); err != nil && derr == nil {
+		derr = err // the log stays, read again at the next open
+	}
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("keystore: close %s: %w", b.path, err)
 	}
@@ -344,9 +382,11 @@ func (b *Bolt) view(fn func(tx *bolt.Tx) error) error {
 	return guard(b.path, func() error { return b.db.View(fn) })
 }
 
-// getRecord reads and decodes the record with key, or ErrNotFound.
-func getRecord(tx *bolt.Tx, key string) (*Record, error) {
-	data := tx.Bucket(bucketRecords).Get([]byte(key))
+// getRecord reads and decodes the record with key, or ErrNotFound; id is
+// its log id, nil if none is known.
+func getRecord(tx *bolt.Tx, key string, id []byte) (*Record, error) {
+	bucket, loc := locate(tx, key, id)
+	data := bucket.Get(loc)
 	if data == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
 	}
@@ -356,8 +396,8 @@ func getRecord(tx *bolt.Tx, key string) (*Record, error) {
 // namedRecord reads the record the name index maps name to. The index and
 // the records change in the same transactions, so a name without its
 // record is damage.
-func namedRecord(tx *bolt.Tx, name, key string) (*Record, error) {
-	rec, err := getRecord(tx, key)
+func namedRecord(tx *bolt.Tx, name, key string, id []byte) (*Record, error) {
+	rec, err := getRecord(tx, key, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: name %q maps to missing record %s", ErrCorrupt, name, keyRef(key))
 	}
@@ -379,6 +419,10 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 		return total, err
 	}
 	defer release()
+	// Purge judges bucketRecords: fold the log into it first.
+	if err := b.fold(); err != nil {
+		return total, err
+	}
 	var from []byte // first key of the next transaction's scan
 	var damaged corruptRecords
 	for {

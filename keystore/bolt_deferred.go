@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 var _ Deferrer = (*Bolt)(nil)
@@ -72,7 +70,7 @@ func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
 	}
 	d.data[r.Key] = w
 	key := r.Key
-	b.writes.enqueue(updateApply(r.Key, r.Name, r.State, data), func(err error) { b.committed(key, w, err) })
+	b.writes.enqueue(b.updateApply(r.Key, r.Name, r.State, data), func(err error) { b.committed(key, w, err) })
 	if d.timer == nil {
 		d.timer = time.AfterFunc(b.deferDelay, b.flushDeferred)
 	}
@@ -81,17 +79,11 @@ func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
 
 // storedSummary reads the summary of the record stored under key.
 func (b *Bolt) storedSummary(key string) (recordSummary, error) {
-	var sum recordSummary
-	err := b.view(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketRecords).Get([]byte(key))
-		if data == nil {
-			return fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(key))
-		}
-		var err error
-		sum, err = decodeSummary(key, data)
-		return err
-	})
-	return sum, err
+	data, err := b.readStored(key)
+	if err != nil {
+		return recordSummary{}, fmt.Errorf("update: %w", err)
+	}
+	return decodeSummary(key, data)
 }
 
 // committed is told the outcome of deferred write w of key: reads go to

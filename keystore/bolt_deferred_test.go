@@ -28,7 +28,7 @@ func onDisk(t *testing.T, b *Bolt, key string) State {
 	var rec *Record
 	require.NoError(t, b.db.View(func(tx *bolt.Tx) error {
 		var err error
-		rec, err = getRecord(tx, key)
+		rec, err = getRecord(tx, key, b.log.committed(key))
 		return err
 	}))
 	return rec.State

@@ -18,6 +18,8 @@ var (
 	bucketMeta    = []byte("meta")    // format marker and version
 	bucketRecords = []byte("records") // key -> encoded Record
 	bucketNames   = []byte("names")   // name -> key
+	// bucketLog (bolt_log.go): time-ordered id + key -> encoded Record,
+	// the records not yet folded into bucketRecords; since version 2.
 
 	metaFormatKey  = []byte("format")
 	metaVersionKey = []byte("version")
@@ -25,8 +27,10 @@ var (
 )
 
 // formatVersion is the layout version written into new files. A file with a
-// higher version comes from a newer build and is refused.
-const formatVersion byte = 1
+// higher version comes from a newer build and is refused. Version 1 had no
+// log bucket: OpenBolt adds it and marks the file version 2 (an older
+// build then refuses the file, since it would not see the log).
+const formatVersion byte = 2
 
 // OpenBolt opens the keystore file at path, creating it if it does not
 // exist. opts may be nil.
@@ -54,9 +58,45 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := migrate(db, path); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	b := newBolt(db, path)
 	b.deferDelay = o.DeferDelay
+	if err := b.loadLog(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	return b, nil
+}
+
+// migrate brings a version 1 file to version 2: the log bucket, created
+// empty, in one committed transaction. The records stay where they are,
+// in bucketRecords, which version 2 reads as before.
+func migrate(db *bolt.DB, path string) error {
+	var version []byte
+	if err := db.View(func(tx *bolt.Tx) error {
+		version = append(version, tx.Bucket(bucketMeta).Get(metaVersionKey)...)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("keystore: open %s: %w", path, err)
+	}
+	if version[0] == formatVersion {
+		return nil
+	}
+	err := guard(path, func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			if _, err := tx.CreateBucketIfNotExists(bucketLog); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(metaVersionKey, []byte{formatVersion})
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("keystore: migrate %s to format %d: %w", path, formatVersion, err)
+	}
+	return nil
 }
 
 // ensureFile creates a keystore at path unless something is there already.
@@ -112,11 +152,12 @@ func initLayout(path string, o BoltOptions) error {
 		if err := meta.Put(metaVersionKey, []byte{formatVersion}); err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucket(bucketRecords); err != nil {
-			return err
+		for _, name := range [][]byte{bucketRecords, bucketNames, bucketLog} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
 		}
-		_, err = tx.CreateBucket(bucketNames)
-		return err
+		return nil
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -234,7 +275,8 @@ func checkLayout(db *bolt.DB, path string) error {
 			if len(v) != 1 || v[0] == 0 || v[0] > formatVersion {
 				return fmt.Errorf("%w: %s has unsupported format version %v", ErrCorrupt, path, v)
 			}
-			if tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketNames) == nil {
+			if tx.Bucket(bucketRecords) == nil || tx.Bucket(bucketNames) == nil ||
+				(v[0] >= 2 && tx.Bucket(bucketLog) == nil) {
 				return fmt.Errorf("%w: %s is missing a bucket", ErrCorrupt, path)
 			}
 			return nil

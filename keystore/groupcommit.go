@@ -37,6 +37,11 @@ type committer struct {
 
 	// commits counts transactions committed, for tests and diagnostics.
 	commits atomic.Int64
+
+	// beginTx runs at the start of every batch transaction and committedTx
+	// after one commits, in the leader, so the store can keep state that
+	// follows the transaction (see Bolt's log index); either may be nil.
+	beginTx, committedTx func()
 }
 
 // applyFunc runs one write inside a shared transaction. It reports whether
@@ -156,6 +161,9 @@ func (c *committer) commit(batch []*writeOp) {
 		var failed []*writeOp
 		err := guard(c.path, func() error {
 			return c.db.Update(func(tx *bolt.Tx) error {
+				if c.beginTx != nil {
+					c.beginTx()
+				}
 				failed = failed[:0]
 				wrote := false
 				for _, op := range pending {
@@ -183,6 +191,9 @@ func (c *committer) commit(batch []*writeOp) {
 			continue
 		case err == nil:
 			c.commits.Add(1)
+			if c.committedTx != nil {
+				c.committedTx()
+			}
 		case errors.Is(err, errNoWrites):
 		default:
 			err = fmt.Errorf("keystore: commit to %s: %w", c.path, err)
