@@ -215,3 +215,19 @@ func TestClientDefaultBudgetIsAdaptive(t *testing.T) {
 	t.Cleanup(func() { _ = c2.Close() })
 	assert.Nil(t, c2.Budget())
 }
+
+func BenchmarkAdaptiveBudget(b *testing.B) {
+	budget := NewAdaptiveBudget(AdaptiveBudgetConfig{})
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			now := at(time.Duration(i) * time.Microsecond)
+			if i%2 == 0 {
+				budget.Accepted(now)
+			} else {
+				budget.AllowRetry(now, 0, 0)
+			}
+			i++
+		}
+	})
+}
