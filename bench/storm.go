@@ -26,6 +26,7 @@ type StormConfig struct {
 
 // StormResult is what one contender made of one storm.
 type StormResult struct {
+	// Contender is the strategy's name.
 	Contender string
 	// Callers started, and how many of them ended without a success.
 	Callers, Failed int

@@ -22,11 +22,13 @@ type StormCall func(ctx context.Context, url string) bool
 // StormContender is one retry strategy of the storm. New builds the ONE
 // client that all the callers of a run share, over rt.
 type StormContender struct {
+	// Name labels the contender's row.
 	Name string
 	// Jittered marks the strategies whose fastest makespan is the
 	// reference of the makespan target.
 	Jittered bool
-	New      func(rt http.RoundTripper) (StormCall, func(), error)
+	// New returns the call of a fresh client over rt, and its close.
+	New func(rt http.RoundTripper) (StormCall, func(), error)
 }
 
 // stormAttempts is every contender's attempts per call but go-retryablehttp's

@@ -11,7 +11,9 @@ import (
 // start at Rate a second for Duration, all through one shared client,
 // against a ShedServer's DownPath (503 to everything).
 type StormOutageConfig struct {
-	URL      string
+	// URL is the ShedServer's base URL; only 127.0.0.1 is accepted.
+	URL string
+	// Rate is callers started per second, for Duration.
 	Rate     float64
 	Duration time.Duration
 	// Adapted is the end of the run whose callers show the budget once it
@@ -23,6 +25,7 @@ type StormOutageConfig struct {
 
 // StormOutageResult counts what the callers cost the server.
 type StormOutageResult struct {
+	// Contender is the strategy's name.
 	Contender string
 	// Callers and their Attempts over the whole run, and those of the
 	// callers started in its last Adapted.
