@@ -1,9 +1,11 @@
 package keystore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,29 +164,35 @@ func (b *Bolt) fold() error {
 		return b.db.Update(func(tx *bolt.Tx) error {
 			moved = moved[:0]
 			lb, rb := tx.Bucket(bucketLog), tx.Bucket(bucketRecords)
-			type entry struct{ id, key, v []byte }
+			type entry struct{ key, v []byte }
 			var all []entry
 			cur := lb.Cursor()
 			for k, v := cur.First(); k != nil; k, v = cur.Next() {
-				if len(k) <= logIDPrefix {
-					continue // not an id: left for List to name
-				}
+				key := k
+				if len(k) > logIDPrefix {
+					key = k[logIDPrefix:]
+				} // else damage: moved under itself, for List to name
 				// Copies: the puts below may remap the file.
-				all = append(all, entry{append([]byte(nil), k...), []byte(logKeyOf(k)), append([]byte(nil), v...)})
+				all = append(all, entry{append([]byte(nil), key...), append([]byte(nil), v...)})
 			}
 			if len(all) == 0 {
 				return errNoWrites
 			}
+			// In key order, so the puts walk the records bucket once.
+			slices.SortFunc(all, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
 			for _, e := range all {
 				if err := rb.Put(e.key, e.v); err != nil {
 					return err
 				}
-				if err := lb.Delete(e.id); err != nil {
-					return err
-				}
 				moved = append(moved, string(e.key))
 			}
-			return nil
+			// Dropping the emptied log frees its pages without rewriting
+			// them one deletion at a time.
+			if err := tx.DeleteBucket(bucketLog); err != nil {
+				return err
+			}
+			_, err := tx.CreateBucket(bucketLog)
+			return err
 		})
 	})
 	if errors.Is(err, errNoWrites) {
