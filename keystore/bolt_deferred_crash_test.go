@@ -1,7 +1,6 @@
 package keystore_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -66,6 +65,7 @@ func TestDeferredCrashChild(t *testing.T) {
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				fmt.Println("settled", name) // Do returned: the settle is deferred
 			}
 		}()
 	}
@@ -84,9 +84,9 @@ func TestDeferredSettleSurvivesSIGKILL(t *testing.T) {
 	ctx := context.Background()
 
 	const rounds = 6
-	var replays, fresh int
+	var replays, fresh, lost int
 	for round := range rounds {
-		killChildAtRandom(t, srv.URL, path, round)
+		settled := killChildAtRandom(t, srv.URL, path, round)
 
 		// Resume with the same keys: a settle the kill lost is Pending
 		// again, and the server must replay it.
@@ -95,8 +95,11 @@ func TestDeferredSettleSurvivesSIGKILL(t *testing.T) {
 		require.NoError(t, err)
 		pending, err := c.Pending(ctx)
 		require.NoError(t, err)
-		roundReplays := 0
+		roundReplays, roundLost := 0, 0
 		for _, in := range pending {
+			if settled[in.Name] {
+				roundLost++ // Do had returned: its deferred settle died with the child
+			}
 			resp, err := c.Do(ctx, in)
 			require.NoError(t, err, in.Name)
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -104,6 +107,8 @@ func TestDeferredSettleSurvivesSIGKILL(t *testing.T) {
 			require.Equal(t, http.StatusCreated, resp.StatusCode, in.Name)
 			if idem.IsReplay(resp) {
 				roundReplays++
+			} else {
+				require.False(t, settled[in.Name], "a lost settle is answered by the server's replay: %s", in.Name)
 			}
 		}
 		paidByResume := srv.PaymentCount() - paidBefore
@@ -111,8 +116,9 @@ func TestDeferredSettleSurvivesSIGKILL(t *testing.T) {
 			"a resumed intent is either a replay or paid now for the first time")
 		replays += roundReplays
 		fresh += paidByResume
-		t.Logf("round %d: %d pending after the kill, %d settled by replay, %d sent for the first time",
-			round, len(pending), roundReplays, paidByResume)
+		lost += roundLost
+		t.Logf("round %d: %d pending after the kill (%d of them lost deferred settles), %d settled by replay, %d sent for the first time",
+			round, len(pending), roundLost, roundReplays, paidByResume)
 
 		// Every intent is settled, and paid exactly once.
 		all, err := c.Pending(ctx)
@@ -122,26 +128,39 @@ func TestDeferredSettleSurvivesSIGKILL(t *testing.T) {
 		total := assertPaidOnce(t, srv, path)
 		t.Logf("round %d: %d intents in the keystore, %d payments", round, total, srv.PaymentCount())
 	}
-	t.Logf("over %d rounds: %d lost settles replayed, %d unsent intents paid on resume", rounds, replays, fresh)
+	t.Logf("over %d rounds: %d resumed intents settled by replay (%d of them lost deferred settles), %d unsent intents paid on resume",
+		rounds, replays, lost, fresh)
 }
 
 // killChildAtRandom runs the child on path against url and SIGKILLs it
-// at a random moment of its run.
-func killChildAtRandom(t *testing.T, url, path string, round int) {
+// at a random moment of its run. It returns the intents whose Do had
+// returned in the child.
+func killChildAtRandom(t *testing.T, url, path string, round int) map[string]bool {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDeferredCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envDeferChild+"=1", envDeferURL+"="+url,
 		envDeferDB+"="+path, fmt.Sprintf("%s=%d", envDeferRound, round))
-	stdout, err := cmd.StdoutPipe()
+	out, err := os.Create(filepath.Join(t.TempDir(), "child-stdout"))
 	require.NoError(t, err)
+	defer out.Close()
+	cmd.Stdout = out // a file: every line the child wrote survives the kill
 	require.NoError(t, cmd.Start())
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() && lines.Text() != "ready" {
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(out.Name())
+		return strings.Contains(string(b), "ready\n")
+	}, 10*time.Second, 5*time.Millisecond, "the child started")
 	time.Sleep(time.Duration(20+rand.IntN(300)) * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
+	b, err := os.ReadFile(out.Name())
+	require.NoError(t, err)
+	settled := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, ok := strings.CutPrefix(line, "settled "); ok {
+			settled[name] = true
+		}
+	}
+	return settled
 }
 
 // assertPaidOnce checks that each intent in the keystore at path is
