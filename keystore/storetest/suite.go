@@ -5,7 +5,8 @@
 //		storetest.Run(t, func(t *testing.T) keystore.Store { return keystore.NewMemory() })
 //	}
 //
-// The suite speaks only through the keystore.Store interface.
+// The suite speaks only through the keystore.Store interface, and through
+// keystore.Deferrer when the store offers it.
 package storetest
 
 import (
@@ -48,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 		{"ErrorsHideKeys", testErrorsHideKeys},
+		{"DeferredReadsBack", testDeferredReadsBack},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -643,4 +645,35 @@ func testClosed(t *testing.T, s keystore.Store) {
 	_, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(100)})
 	assert.ErrorIs(t, err, keystore.ErrClosed)
 	assert.ErrorIs(t, s.Close(), keystore.ErrClosed)
+}
+
+// testDeferredReadsBack: a store that offers keystore.Deferrer shows a
+// deferred settle at once, checks it as Update does, and keeps it past
+// Close (the suite cannot crash the process; a store's own tests do).
+func testDeferredReadsBack(t *testing.T, s keystore.Store) {
+	d, ok := s.(keystore.Deferrer)
+	if !ok {
+		t.Skip("the store does not offer keystore.Deferrer")
+	}
+	ctx := context.Background()
+	r := record("k1", "order-1", keystore.Pending, at(0))
+	mustCreate(t, s, r)
+	assert.ErrorIs(t, d.UpdateDeferred(ctx, finish(record("absent", "", keystore.Pending, at(0)), keystore.Succeeded, at(1))), keystore.ErrNotFound)
+
+	done := finish(r.Clone(), keystore.Succeeded, at(1))
+	require.NoError(t, d.UpdateDeferred(ctx, done))
+	got, err := s.Get(ctx, "k1")
+	require.NoError(t, err)
+	assertSame(t, done, got)
+	got, err = s.GetByName(ctx, "order-1")
+	require.NoError(t, err)
+	assertSame(t, done, got)
+	pending, err := s.List(ctx, keystore.Filter{States: []keystore.State{keystore.Pending}})
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+
+	back := finish(r.Clone(), keystore.Failed, at(2))
+	assert.ErrorIs(t, d.UpdateDeferred(ctx, back), keystore.ErrSettled)
+	assert.ErrorIs(t, s.Update(ctx, back), keystore.ErrSettled)
+	require.NoError(t, s.Close())
 }
