@@ -90,7 +90,7 @@ func TestDeferredSettleSurvivesSIGKILL(t *testing.T) {
 
 		// Resume with the same keys: a settle the kill lost is Pending
 		// again, and the server must replay it.
-		paidBefore := srv.PaymentCount()
+		paidBefore := quiescentPayments(srv) // the server may still finish the child's last requests
 		c, err := idem.New(idem.WithBoltStore(path, nil))
 		require.NoError(t, err)
 		pending, err := c.Pending(ctx)
@@ -161,6 +161,20 @@ func killChildAtRandom(t *testing.T, url, path string, round int) map[string]boo
 		}
 	}
 	return settled
+}
+
+// quiescentPayments waits until the server's payment count has held
+// still for a while, then returns it.
+func quiescentPayments(srv *idemtest.Server) int {
+	n := srv.PaymentCount()
+	for {
+		time.Sleep(100 * time.Millisecond)
+		m := srv.PaymentCount()
+		if m == n {
+			return n
+		}
+		n = m
+	}
 }
 
 // assertPaidOnce checks that each intent in the keystore at path is
