@@ -51,11 +51,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	writeCaptured(w, capture)
 }
 
-// settleContext bounds settling a key by the lease. The key is settled
+// settleContext bounds settling a key by the store timeout, and never
+// beyond the lease, after which the key is another's anyway. The key is settled
 // even when the client has gone away: the handler ran, and its outcome
 // must not be lost with the connection.
 func (m *Middleware) settleContext(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), m.cfg.lease)
+	return context.WithTimeout(context.WithoutCancel(r.Context()), min(m.cfg.lease, m.cfg.storeTimeout))
 }
 
 // bufferedBody hands the handler the request body the layer has read.

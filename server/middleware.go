@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -118,7 +119,9 @@ func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route 
 	fingerprint := Fingerprint(r.Method, route, body)
 	log := m.requestLogger(r, route, key)
 	ans := m.cfg.answers
-	res, rec, err := m.store.Reserve(r.Context(), scope, key, fingerprint, m.cfg.lease)
+	ctx, cancel := context.WithTimeout(r.Context(), m.cfg.storeTimeout)
+	res, rec, err := m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
+	cancel()
 	switch {
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)

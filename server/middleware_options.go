@@ -19,6 +19,9 @@ const (
 	// DefaultInProgressRetryAfter is the Retry-After sent with 409
 	// /in-progress.
 	DefaultInProgressRetryAfter = time.Second
+	// DefaultStoreTimeout bounds every store operation the layer makes,
+	// so a stalled store answers 503 instead of holding requests.
+	DefaultStoreTimeout = 3 * time.Second
 	// storeUnavailableRetryAfter is the Retry-After sent with 503
 	// /store-unavailable.
 	storeUnavailableRetryAfter = time.Second
@@ -42,6 +45,7 @@ type config struct {
 	key                  keySource
 	answers              Answers
 	replayMismatch       bool
+	storeTimeout         time.Duration
 }
 
 func defaultConfig() config {
@@ -55,6 +59,7 @@ func defaultConfig() config {
 		methods:              map[string]bool{http.MethodPost: true, http.MethodPatch: true},
 		key:                  keySource{header: KeyHeader, parseHeader: ParseKey, required: true},
 		answers:              ProblemAnswers{},
+		storeTimeout:         DefaultStoreTimeout,
 	}
 }
 
@@ -68,6 +73,18 @@ func WithLease(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.lease = d
+		}
+	}
+}
+
+// WithStoreTimeout bounds each store operation (default 3 s): a Reserve
+// that has not answered by then is answered 503 /store-unavailable with
+// Retry-After, and a Complete or Release gives up, leaving the key to its
+// lease. A non-positive d is ignored.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.storeTimeout = d
 		}
 	}
 }
