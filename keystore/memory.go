@@ -3,20 +3,22 @@ package keystore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
 
 // Memory is a Store that keeps records in process memory: nothing survives
 // the process. It suits tests and programs that need no resume after a
-// restart. Records go in and come out as deep copies, so a caller never
-// shares a map or slice with the store; a caller that hands over records
-// it never touches again saves the copies on the way in with Adopter.
+// restart. Each record is held encoded in one pointer-free byte slice
+// (the collector need not walk it) and decoded on every read, so a caller
+// never shares a map or slice with the store. Adopter saves only the copy
+// Create hands back: a record is encoded on the way in either way.
 type Memory struct {
 	mu      sync.RWMutex
 	closed  bool
-	records map[string]*Record // by key
-	names   map[string]string  // name -> key
+	records map[string]memEntry // by key
+	names   map[string]string   // name -> key
 }
 
 var (
@@ -27,7 +29,7 @@ var (
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{
-		records: make(map[string]*Record),
+		records: make(map[string]memEntry),
 		names:   make(map[string]string),
 	}
 }
@@ -40,15 +42,16 @@ func (m *Memory) Create(ctx context.Context, r *Record) (*Record, bool, error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
-	existing, created, err := m.create(r.Clone())
+	existing, created, err := m.create(r)
 	if created {
 		existing = r.Clone()
 	}
 	return existing, created, err
 }
 
-// AdoptCreate is Create without the copies: m keeps r itself, and returns
-// it as existing when it creates the record (see Adopter).
+// AdoptCreate is Create without the copy handed back: it returns r itself
+// as existing when it creates the record (see Adopter). m keeps its own
+// encoding of r, as Create does.
 func (m *Memory) AdoptCreate(ctx context.Context, r *Record) (*Record, bool, error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
@@ -56,9 +59,10 @@ func (m *Memory) AdoptCreate(ctx context.Context, r *Record) (*Record, bool, err
 	return m.create(r)
 }
 
-// create stores owned, a record no caller modifies, unless its name is
-// taken (then it returns a copy of that record) or its key is.
+// create stores an encoding of owned unless its name is taken (then it
+// returns a copy of that record) or its key is.
 func (m *Memory) create(owned *Record) (*Record, bool, error) {
+	e := encodeMemRecord(owned) // outside the lock
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -66,13 +70,13 @@ func (m *Memory) create(owned *Record) (*Record, bool, error) {
 	}
 	if owned.Name != "" {
 		if key, ok := m.names[owned.Name]; ok {
-			return m.records[key].Clone(), false, nil
+			return m.records[key].record()
 		}
 	}
 	if _, ok := m.records[owned.Key]; ok {
 		return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(owned.Key))
 	}
-	m.records[owned.Key] = owned
+	m.records[owned.Key] = e
 	if owned.Name != "" {
 		m.names[owned.Name] = owned.Key
 	}
@@ -93,7 +97,8 @@ func (m *Memory) Get(ctx context.Context, key string) (*Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
 	}
-	return r.Clone(), nil
+	rec, _, err := r.record()
+	return rec, err
 }
 
 // GetByName returns a copy of the record with this name, or ErrNotFound.
@@ -110,7 +115,8 @@ func (m *Memory) GetByName(ctx context.Context, name string) (*Record, error) {
 	if !ok || name == "" {
 		return nil, fmt.Errorf("%w: name %q", ErrNotFound, name)
 	}
-	return m.records[key].Clone(), nil
+	rec, _, err := m.records[key].record()
+	return rec, err
 }
 
 // Update replaces the stored record with r.Key by a copy of r. It returns
@@ -121,10 +127,11 @@ func (m *Memory) Update(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
 	}
-	return m.update(r.Clone())
+	return m.update(r)
 }
 
-// AdoptUpdate is Update without the copy: m keeps r itself (see Adopter).
+// AdoptUpdate is Update: m keeps its own encoding of r either way (see
+// Adopter).
 func (m *Memory) AdoptUpdate(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
@@ -132,9 +139,9 @@ func (m *Memory) AdoptUpdate(ctx context.Context, r *Record) error {
 	return m.update(r)
 }
 
-// update replaces the stored record with owned, a record no caller
-// modifies.
+// update replaces the stored record with an encoding of owned.
 func (m *Memory) update(owned *Record) error {
+	e := encodeMemRecord(owned) // outside the lock
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -144,13 +151,13 @@ func (m *Memory) update(owned *Record) error {
 	if !ok {
 		return fmt.Errorf("update: %w: %s", ErrNotFound, keyRef(owned.Key))
 	}
-	if old.Name != owned.Name {
-		return nameChanged(owned.Key, old.Name, owned.Name)
+	if old.name != owned.Name {
+		return nameChanged(owned.Key, old.name, owned.Name)
 	}
-	if !mayRewrite(old.State, owned.State) {
-		return settled(owned.Key, old.State, owned.State)
+	if !mayRewrite(old.state, owned.State) {
+		return settled(owned.Key, old.state, owned.State)
 	}
-	m.records[owned.Key] = owned
+	m.records[owned.Key] = e
 	return nil
 }
 
@@ -165,9 +172,16 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Record, error) {
 		return nil, ErrClosed
 	}
 	var out []*Record
-	for _, r := range m.records {
+	for _, e := range m.records {
+		if len(f.States) > 0 && !slices.Contains(f.States, e.state) {
+			continue // no decode for a record the filter drops anyway
+		}
+		r, err := decodeMemRecord(e)
+		if err != nil {
+			return nil, err
+		}
 		if f.matches(r) {
-			out = append(out, r.Clone())
+			out = append(out, r)
 		}
 	}
 	sortOldestFirst(out)
@@ -187,10 +201,15 @@ func (m *Memory) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error)
 		return res, ErrClosed
 	}
 	now := time.Now()
-	for key, r := range m.records {
+	for key, e := range m.records {
+		r, err := decodeMemRecord(e)
+		if err != nil {
+			return res, err
+		}
 		switch p.Action(r) {
 		case PurgeTombstone:
-			m.records[key] = r.Tombstone(now)
+			t := r.Tombstone(now)
+			m.records[key] = encodeMemRecord(t)
 			res.Tombstoned++
 		case PurgeDelete:
 			delete(m.records, key)
@@ -213,4 +232,11 @@ func (m *Memory) Close() error {
 	m.closed = true
 	m.records, m.names = nil, nil
 	return nil
+}
+
+// record decodes e for a caller, with the results of a create that found
+// the name taken.
+func (e memEntry) record() (*Record, bool, error) {
+	r, err := decodeMemRecord(e)
+	return r, false, err
 }
