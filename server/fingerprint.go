@@ -27,7 +27,11 @@ const (
 // exactly, which JCS would round), is hashed raw; canonjson.Canonical
 // decides which. Every field is length-prefixed and the body kind is
 // hashed too, so field boundaries are unambiguous and a raw body never
-// collides with a JSON one.
+// collides with a JSON one. A body with invalid UTF-8, nesting deeper than
+// MaxJSONDepth or more than MaxJSONTokens values is hashed raw without
+// being decoded: a decoder would rewrite invalid bytes to U+FFFD and merge
+// distinct bodies, and a huge document would cost far more to decode than
+// to read.
 func Fingerprint(method, route string, body []byte) string {
 	// Every field goes into one buffer hashed at once: no hash state or
 	// canonical body of its own on the heap.
@@ -38,7 +42,10 @@ func Fingerprint(method, route string, body []byte) string {
 	beforeBody := len(buf)
 	buf = appendField(buf, bodyKindJSON)
 	bodyAt := len(buf) + fieldLengthSize
-	if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {
+	if scanJSONShape(body) != shapeOK {
+		buf = appendField(buf[:beforeBody], bodyKindRaw)
+		buf = appendField(buf, body)
+	} else if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {
 		binary.BigEndian.PutUint64(canonical[len(buf):], uint64(len(canonical)-bodyAt))
 		buf = canonical
 	} else {

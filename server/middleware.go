@@ -115,6 +115,10 @@ func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route 
 		w.Header().Set(m.cfg.key.header, key)
 	}
 
+	if !checkJSONBody(w, r, body) {
+		return
+	}
+
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
 	fingerprint := Fingerprint(r.Method, route, body)
 	log := m.requestLogger(r, route, key)

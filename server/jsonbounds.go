@@ -1,0 +1,108 @@
+package server
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds on the JSON the fingerprint canonicalises. Canonicalising
+// decodes every value, which costs far more than reading the body: these
+// keep that cost linear and small, and a JSON body beyond them is
+// refused before any of it is decoded.
+const (
+	// MaxJSONDepth is the deepest nesting of arrays and objects.
+	MaxJSONDepth = 64
+	// MaxJSONTokens is the most values (containers included) a JSON body
+	// may hold: one per 64 bytes of DefaultMaxBody.
+	MaxJSONTokens = DefaultMaxBody / 64
+)
+
+// jsonShape is what one pass over a body, decoding nothing, tells of it.
+type jsonShape uint8
+
+const (
+	shapeOK       jsonShape = iota
+	shapeBadUTF8            // invalid UTF-8: a decoder would write U+FFFD
+	shapeTooDeep            // nesting beyond MaxJSONDepth
+	shapeTooLarge           // more values than MaxJSONTokens
+)
+
+// scanJSONShape checks body's UTF-8, nesting and value count in one pass
+// without allocating. It counts commas, colons and openings, an upper
+// bound on the values; it does not validate the grammar, which the
+// canonicaliser does once the body is known to be cheap enough.
+func scanJSONShape(body []byte) jsonShape {
+	if !utf8.Valid(body) {
+		return shapeBadUTF8
+	}
+	depth, tokens := 0, 1
+	inString := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			if depth++; depth > MaxJSONDepth {
+				return shapeTooDeep
+			}
+			tokens++
+		case ']', '}':
+			depth--
+		case ',', ':':
+			tokens++
+		default:
+			continue
+		}
+		if tokens > MaxJSONTokens {
+			return shapeTooLarge
+		}
+	}
+	return shapeOK
+}
+
+// isJSONMediaType reports whether a Content-Type names JSON:
+// application/json or a +json type such as application/merge-patch+json.
+func isJSONMediaType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// checkJSONBody refuses a body sent as JSON that the fingerprint could
+// not hash faithfully (invalid UTF-8) or cheaply (too deep, too many
+// values), answering 400 or 413 itself. It reads the Content-Type first,
+// so other bodies cost nothing here.
+func checkJSONBody(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if len(body) == 0 || !isJSONMediaType(r.Header.Get("Content-Type")) {
+		return true
+	}
+	switch scanJSONShape(body) {
+	case shapeBadUTF8:
+		WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Invalid request body",
+			"the JSON body is not valid UTF-8", 0)
+	case shapeTooDeep:
+		WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Invalid request body",
+			fmt.Sprintf("the JSON body nests deeper than %d levels", MaxJSONDepth), 0)
+	case shapeTooLarge:
+		WriteProblem(w, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
+			fmt.Sprintf("the JSON body holds more than %d values", MaxJSONTokens), 0)
+	default:
+		return true
+	}
+	return false
+}
