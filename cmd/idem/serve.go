@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +35,8 @@ type serveFlags struct {
 	payoutDelay     time.Duration
 	store5xx        bool
 	adminToken      string
+	admin           bool
+	adminAddr       string
 	logLevel        string
 	shutdownTimeout time.Duration
 	dialect         string
@@ -78,20 +81,26 @@ how long (` + dialectList + `; default ` + testserver.DefaultDialect + `).
 
 Faults can be armed at start with the --fail-next, --lose-next, --reset-next,
 --handler-delay and --crash-after-commit flags, and at run time through
-/admin/faults when an admin token is set (--admin-token or ` + adminTokenEnv + `),
-e.g. {"crash_after_commit":1} to kill the process after the next commit.
+/admin/faults, which only --admin (or --admin-addr) turns on, with a token
+from --admin-token or ` + adminTokenEnv + `; e.g. {"crash_after_commit":1} kills
+the process after the next commit. The admin API listens on --admin-addr
+(default ` + defaultAdminAddr + `), apart from the public one; "--admin-addr public"
+serves it on --addr instead (for idem check --admin-token). Wrong tokens
+are limited to a few a second per address, then answered 429.
 SIGINT or SIGTERM drains requests and exits.`,
 		Example: `  idem serve
   idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
   idem serve --dialect stripe
   idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
   idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
-  IDEM_ADMIN_TOKEN=secret idem serve --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
+  IDEM_ADMIN_TOKEN=secret idem serve --admin --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.adminToken == "" {
 				f.adminToken = getenv(adminTokenEnv)
 			}
+			// --admin-addr alone is as explicit as --admin.
+			f.admin = f.admin || cmd.Flags().Changed("admin-addr")
 			f.retentionSet = cmd.Flags().Changed("retention")
 			f.store5xxSet = cmd.Flags().Changed("store-5xx")
 			return runServe(cmd.Context(), cmd.ErrOrStderr(), f)
@@ -107,7 +116,9 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
 	fl.DurationVar(&f.payoutDelay, "payout-delay", testserver.DefaultPayoutDelay, "how long a payout stays pending")
 	fl.BoolVar(&f.store5xx, "store-5xx", false, "store 5xx answers as final instead of freeing the key; unset, the --dialect's rule")
-	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token enabling /admin/faults (default $"+adminTokenEnv+"; empty disables it)")
+	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token of /admin/faults (default $"+adminTokenEnv+"); needs --admin")
+	fl.BoolVar(&f.admin, "admin", false, "serve /admin/faults (it can kill this process) on --admin-addr")
+	fl.StringVar(&f.adminAddr, "admin-addr", defaultAdminAddr, `address of the admin API (implies --admin); "public" serves it on --addr`)
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests on SIGINT/SIGTERM")
 	fl.IntVar(&f.failNext, "fail-next", 0, "answer the next N POST requests with --fail-status before executing them")
@@ -137,6 +148,9 @@ func (f serveFlags) validate() error {
 		if n < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", name, n))
 		}
+	}
+	if f.admin && f.adminToken == "" {
+		errs = append(errs, fmt.Errorf("--admin needs a token: --admin-token or $%s", adminTokenEnv))
 	}
 	if f.failStatus < 400 || f.failStatus > 599 {
 		errs = append(errs, fmt.Errorf("--fail-status must be 400-599, got %d", f.failStatus))
@@ -172,6 +186,13 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	f = f.withDialectDefaults()
+	if !f.admin {
+		if f.adminToken != "" {
+			logger.Warn("admin token ignored: the admin API needs --admin")
+		}
+		// An inherited token must not turn on an endpoint that can kill us.
+		f.adminToken = ""
+	}
 
 	store, err := openServeStore(ctx, f, logger)
 	if err != nil {
@@ -193,6 +214,9 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	if store != nil {
 		opts = append(opts, testserver.WithStore(store))
 	}
+	if f.adminAddr != adminOnPublic {
+		opts = append(opts, testserver.WithSeparateAdmin())
+	}
 	srv, err := testserver.New(opts...)
 	if err != nil {
 		return err
@@ -204,23 +228,39 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.addr, err)
 	}
-	httpServer := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	servers := []*http.Server{newHTTPServer(srv.Handler(), f, logger)}
+	listeners := []net.Listener{ln}
+	adminAt := ""
+	if f.admin && f.adminAddr == adminOnPublic {
+		adminAt = ln.Addr().String()
+	}
+	if h := srv.AdminHandler(); h != nil && f.adminAddr != adminOnPublic {
+		adminLn, err := (&net.ListenConfig{}).Listen(ctx, "tcp", f.adminAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on --admin-addr %s: %w", f.adminAddr, err)
+		}
+		adminAt = adminLn.Addr().String()
+		servers = append(servers, newHTTPServer(h, f, logger))
+		listeners = append(listeners, adminLn)
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "store", redactURL(f.store),
-		"dialect", f.dialect, "retention", f.retention, "admin", f.adminToken != "")
+		"dialect", f.dialect, "retention", f.retention, "admin", adminAt)
 
-	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
+	served := make(chan error, len(servers))
+	for i, s := range servers {
+		go func() { served <- s.Serve(listeners[i]) }()
+	}
 	select {
 	case err := <-served:
+		for _, s := range servers {
+			_ = s.Close()
+		}
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down", "drain_timeout", f.shutdownTimeout)
-	return drain(httpServer, f.shutdownTimeout, logger)
+	return drain(servers, f.shutdownTimeout, logger)
 }
 
 // withDialectDefaults returns f with the dialect's retention and 5xx rule
@@ -242,12 +282,22 @@ func (f serveFlags) withDialectDefaults() serveFlags {
 
 // drain stops accepting connections and waits for in-flight requests;
 // past the timeout it closes the rest.
-func drain(httpServer *http.Server, timeout time.Duration, logger *slog.Logger) error {
+func drain(servers []*http.Server, timeout time.Duration, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := httpServer.Shutdown(ctx); err != nil {
-		_ = httpServer.Close()
-		return fmt.Errorf("requests still running after %v were cut off: %w", timeout, err)
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() {
+			if err := s.Shutdown(ctx); err != nil {
+				_ = s.Close()
+				errs[i] = fmt.Errorf("requests still running after %v were cut off: %w", timeout, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	logger.Info("stopped")
 	return nil

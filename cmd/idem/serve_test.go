@@ -168,7 +168,9 @@ func TestServe_ServesPaymentsAndStopsCleanly(t *testing.T) {
 
 	admin, err := send(t, client, http.MethodGet, url+"/admin/faults", "", http.Header{"Authorization": {"Bearer from-env"}})
 	require.NoError(t, err)
-	assert.Equal(t, http.StatusOK, admin.status, "the admin token comes from "+adminTokenEnv)
+	assert.Equal(t, http.StatusNotFound, admin.status, "an inherited "+adminTokenEnv+" alone turns nothing on")
+	assert.Contains(t, logs.text(), "admin token ignored")
+	assert.Contains(t, logs.text(), `admin=""`)
 
 	require.NoError(t, stop())
 	assert.Contains(t, logs.text(), "msg=stopped")
@@ -179,7 +181,7 @@ func TestServe_FaultFlags(t *testing.T) {
 	t.Parallel()
 	url, _, _ := startServe(t, nil,
 		"--fail-next", "1", "--fail-status", "502", "--fail-retry-after", "2s",
-		"--lose-next", "1", "--admin-token", "flag-token", "--log-level", "debug")
+		"--lose-next", "1", "--admin-token", "flag-token", "--admin-addr", "public", "--log-level", "debug")
 	client := noKeepAlive()
 
 	failed, err := send(t, client, http.MethodPost, url+"/v1/payments", "k", nil)
@@ -205,7 +207,8 @@ func TestServe_FaultFlags(t *testing.T) {
 // the test binary.
 func TestServe_AdminArmsCrashAfterCommit(t *testing.T) {
 	t.Parallel()
-	url, _, _ := startServe(t, nil, "--admin-token", "flag-token")
+	_, logs, _ := startServe(t, nil, "--admin", "--admin-addr", "127.0.0.1:0", "--admin-token", "flag-token")
+	url := adminURL(t, logs)
 	client := noKeepAlive()
 	auth := http.Header{"Authorization": {"Bearer flag-token"}}
 
@@ -236,7 +239,9 @@ func TestServe_RejectsBadFlags(t *testing.T) {
 		"bad duration":      {[]string{"--retention", "forever"}, "invalid argument"},
 		"bad address":       {[]string{"--addr", "no-port"}, "listen on no-port"},
 		"positional":        {[]string{"extra"}, "unknown command"},
-		"admin token space": {[]string{"--admin-token", "a b"}, "admin token"},
+		"admin token space": {[]string{"--admin", "--admin-token", "a b"}, "admin token"},
+		"admin no token":    {[]string{"--admin"}, "--admin needs a token"},
+		"admin addr":        {[]string{"--admin-token", "t", "--admin-addr", "no-port"}, "listen on --admin-addr no-port"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -269,7 +274,7 @@ func TestServe_Help(t *testing.T) {
 	root.SetOut(&stdout)
 	require.NoError(t, root.Execute())
 	for _, flag := range []string{"--addr", "--retention", "--lease", "--store", "--payout-delay", "--store-5xx",
-		"--admin-token", adminTokenEnv, "--fail-next", "--fail-status", "--fail-retry-after", "--lose-next",
+		"--admin-token", "--admin-addr", "--admin", adminTokenEnv, "--fail-next", "--fail-status", "--fail-retry-after", "--lose-next",
 		"--reset-next", "--handler-delay", "--log-level", "127.0.0.1:8080"} {
 		assert.Contains(t, stdout.String(), flag)
 	}

@@ -28,10 +28,35 @@ type adminAPI struct {
 	tokenHash [sha256.Size]byte
 	crash     func()
 	logger    *slog.Logger
+	// guesses rate-limits wrong tokens per remote address, so the token
+	// cannot be found by trying.
+	guesses *failLimiter
 }
 
 func newAdminAPI(faults *Faults, token string, crash func(), logger *slog.Logger) *adminAPI {
-	return &adminAPI{faults: faults, tokenHash: sha256.Sum256([]byte(token)), crash: crash, logger: logger}
+	return &adminAPI{faults: faults, tokenHash: sha256.Sum256([]byte(token)), crash: crash, logger: logger,
+		guesses: newFailLimiter(time.Now)}
+}
+
+// handleAdmin registers /admin/faults on mux.
+func (s *Server) handleAdmin(mux *http.ServeMux, cfg config) {
+	admin := newAdminAPI(s.faults, cfg.adminToken, cfg.crash, cfg.logger)
+	handleMethods(mux, adminFaultsPath, map[string]http.Handler{
+		http.MethodGet:    http.HandlerFunc(admin.get),
+		http.MethodPost:   http.HandlerFunc(admin.post),
+		http.MethodDelete: http.HandlerFunc(admin.clear),
+	})
+}
+
+// adminRoutes is the handler of AdminHandler: /admin/faults and a 404
+// problem elsewhere. It shares the faults, and its own guess limiter.
+func (s *Server) adminRoutes(cfg config) http.Handler {
+	mux := http.NewServeMux()
+	s.handleAdmin(mux, cfg)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no resource at this path", 0)
+	})
+	return mux
 }
 
 // faultDocument is the JSON form of FaultState, durations as Go duration
@@ -68,8 +93,16 @@ func newFaultDocument(s FaultState) faultDocument {
 }
 
 // authorized compares the bearer token with the admin token in constant
-// time; comparing hashes keeps the token's length secret too.
+// time; comparing hashes keeps the token's length secret too. An address
+// that has spent its failures is answered 429 before the token is looked
+// at, so a right guess then is not confirmed either.
 func (a *adminAPI) authorized(w http.ResponseWriter, r *http.Request) bool {
+	host := remoteHost(r)
+	if wait, blocked := a.guesses.blocked(host); blocked {
+		WriteProblem(w, http.StatusTooManyRequests, ProblemTooManyRequests, "Too many requests",
+			"too many wrong admin tokens from this address; retry later", max(wait, time.Second))
+		return false
+	}
 	values := r.Header.Values("Authorization")
 	if len(values) == 1 {
 		scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
@@ -80,6 +113,8 @@ func (a *adminAPI) authorized(w http.ResponseWriter, r *http.Request) bool {
 			}
 		}
 	}
+	a.guesses.fail(host)
+	a.logger.Warn("admin token refused", "remote", host)
 	w.Header().Set("WWW-Authenticate", "Bearer")
 	WriteProblem(w, http.StatusUnauthorized, ProblemUnauthorized, "Unauthorized",
 		"the admin endpoint needs Authorization: Bearer <admin token>", 0)

@@ -27,6 +27,7 @@ const (
 // http.Server; Close it when done.
 type Server struct {
 	handler   http.Handler
+	admin     http.Handler // nil without an admin token
 	store     Store
 	ownsStore bool
 	dialect   Dialect
@@ -51,6 +52,7 @@ type config struct {
 	logger        *slog.Logger
 	payoutDelay   time.Duration
 	adminToken    string
+	adminApart    bool
 	crash         func()
 	sweepInterval time.Duration
 	dialectName   string
@@ -112,6 +114,10 @@ func WithPayoutDelay(d time.Duration) Option { return func(c *config) { c.payout
 // exist (404).
 func WithAdminToken(token string) Option { return func(c *config) { c.adminToken = token } }
 
+// WithSeparateAdmin keeps /admin/faults off Handler: only AdminHandler
+// serves it, so it can listen where the public cannot reach it.
+func WithSeparateAdmin() Option { return func(c *config) { c.adminApart = true } }
+
 // WithCrashHook gives /admin/faults the function its crash_after_commit
 // fault calls after the commit (see Faults.CrashAfterCommit); the
 // command-line server passes one that kills its own process. Without it,
@@ -154,6 +160,9 @@ func New(opts ...Option) (*Server, error) {
 		s.ownsStore = true
 	}
 	s.handler = s.routes(cfg, dialect)
+	if cfg.adminToken != "" {
+		s.admin = s.adminRoutes(cfg)
+	}
 	s.startSweeper(cfg)
 	return s, nil
 }
@@ -246,13 +255,8 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	handleMethods(mux, "/v1/operations/{id}", map[string]http.Handler{
 		http.MethodGet: http.HandlerFunc(api.getOperation),
 	})
-	if cfg.adminToken != "" {
-		admin := newAdminAPI(s.faults, cfg.adminToken, cfg.crash, cfg.logger)
-		handleMethods(mux, adminFaultsPath, map[string]http.Handler{
-			http.MethodGet:    http.HandlerFunc(admin.get),
-			http.MethodPost:   http.HandlerFunc(admin.post),
-			http.MethodDelete: http.HandlerFunc(admin.clear),
-		})
+	if cfg.adminToken != "" && !cfg.adminApart {
+		s.handleAdmin(mux, cfg)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no resource at this path", 0)
@@ -302,6 +306,10 @@ func (s *Server) startSweeper(cfg config) {
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// AdminHandler returns the handler of /admin/faults alone, or nil when
+// the server has no admin token.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
 
 // Faults returns the server's fault injector.
 func (s *Server) Faults() *Faults { return s.faults }
