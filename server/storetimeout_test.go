@@ -108,3 +108,27 @@ func TestStoreTimeoutWithStalledReserve(t *testing.T) {
 func TestStoreTimeoutDefault(t *testing.T) {
 	require.Equal(t, 3*time.Second, server.DefaultStoreTimeout)
 }
+
+// stallingCompleteStore is a real memory store whose Complete blocks
+// until its context ends.
+type stallingCompleteStore struct{ *server.MemoryStore }
+
+func (s stallingCompleteStore) Complete(ctx context.Context, _ server.Completion) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestStoreTimeoutBoundsSettling: the handler ran, the store never
+// confirms storing its answer; the client still gets the answer within
+// the bound instead of waiting out the lease.
+func TestStoreTimeoutBoundsSettling(t *testing.T) {
+	t.Parallel()
+	mem := server.NewMemoryStore()
+	t.Cleanup(func() { _ = mem.Close() })
+	handler := &countingHandler{}
+	h := mustNew(t, stallingCompleteStore{mem}, server.WithStoreTimeout(testStoreTimeout)).Wrap(paymentsRoute, handler)
+	rec, took := timedPost(h, "k-1")
+	require.Equal(t, http.StatusCreated, rec.Code)
+	require.Equal(t, 1, handler.runs())
+	require.Less(t, took, 2*testStoreTimeout)
+}
