@@ -57,7 +57,7 @@ func encodeMemRecord(r *Record) memEntry {
 	if r.MayHaveExecuted {
 		flags |= memMayHaveExecuted
 	}
-	b := make([]byte, 0, 256+len(r.Body))
+	b := make([]byte, 0, memRecordSize(r)) // exact: kept as long as the record
 	b = binary.AppendUvarint(b, flags)
 	b = appendMemStrings(b, r.Key, r.Name, r.Method, r.URL)
 	b = appendMemHeader(b, r.Header)
@@ -86,6 +86,47 @@ func encodeMemRecord(r *Record) memEntry {
 	return e
 }
 
+// memRecordSize is the length of encodeMemRecord(r), times at their
+// longest (16 bytes and a zone index byte).
+func memRecordSize(r *Record) int {
+	const timeSize = 17
+	n := 10 + 4*timeSize + 2*10 + 2*10 // flags, times, counts, attempts
+	n += memStringsSize(r.Key, r.Name, r.Method, r.URL, r.Fingerprint, string(r.State), r.Operation, r.LastError, r.Host, r.Principal)
+	n += memHeaderSize(r.Header) + uvarintSize(len(r.Body)) + len(r.Body)
+	if resp := r.Response; resp != nil {
+		n += 10 + memHeaderSize(resp.Header) + uvarintSize(len(resp.Body)) + len(resp.Body)
+	}
+	n += memStringsSize(r.SecretHeaders...)
+	for _, v := range r.Reconciliations {
+		n += memStringsSize(v.Outcome, v.Source, v.By, v.Note) + timeSize
+	}
+	return n
+}
+
+func uvarintSize(v int) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+func memStringsSize(ss ...string) int {
+	n := 0
+	for _, s := range ss {
+		n += uvarintSize(len(s)) + len(s)
+	}
+	return n
+}
+
+func memHeaderSize(h http.Header) int {
+	n := 2 * uvarintSize(len(h))
+	for name, values := range h {
+		n += memStringsSize(name) + uvarintSize(len(values)+1) + memStringsSize(values...)
+	}
+	return n
+}
+
 func appendMemString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -98,10 +139,17 @@ func appendMemStrings(b []byte, ss ...string) []byte {
 	return b
 }
 
-// appendMemHeader writes the name count, then each name and its values,
-// a nil value list (count 0) apart from an empty one (count 1).
+// appendMemHeader writes the name count and the value count, then each
+// name and its values, a nil value list (count 0) apart from an empty one
+// (count 1). The value count lets the decoder put all values in one
+// slice, as Header.Clone does.
 func appendMemHeader(b []byte, h http.Header) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h)))
+	total := 0
+	for _, values := range h {
+		total += len(values)
+	}
+	b = binary.AppendUvarint(b, uint64(total))
 	for name, values := range h {
 		b = appendMemString(b, name)
 		if values == nil {
@@ -246,11 +294,12 @@ func (d *memDecoder) body() []byte {
 }
 
 func (d *memDecoder) header(set bool) http.Header {
-	n := d.count()
+	n, total := d.count(), d.count()
 	if !set {
 		return nil
 	}
 	h := make(http.Header, n)
+	all := make([]string, total)
 	for range n {
 		name := d.string()
 		count := d.uvarint()
@@ -261,11 +310,12 @@ func (d *memDecoder) header(set bool) http.Header {
 			h[name] = nil
 			continue
 		}
-		if count-1 > uint64(len(d.b)) {
+		if count-1 > uint64(len(all)) {
 			d.err = errMemRecord
 			return h
 		}
-		values := make([]string, count-1)
+		values := all[: count-1 : count-1]
+		all = all[count-1:]
 		for i := range values {
 			values[i] = d.string()
 		}

@@ -33,7 +33,10 @@ func TestMemRecordRoundTrip(t *testing.T) {
 	}
 	bare := &Record{Key: "k", State: Pending, Response: &Response{Status: 500}, SecretHeaders: []string{}, Reconciliations: []Reconciliation{}}
 	for _, r := range []*Record{full, bare, {Key: "empty"}, full.Tombstone(time.Now())} {
-		got, err := decodeMemRecord(encodeMemRecord(r))
+		e := encodeMemRecord(r)
+		assert.Equal(t, memRecordSize(r), cap(e.data), "the buffer never grows")
+		assert.LessOrEqual(t, len(e.data), cap(e.data))
+		got, err := decodeMemRecord(e)
 		require.NoError(t, err)
 		want := r.Clone()
 		for _, ts := range []*time.Time{&want.CreatedAt, &want.UpdatedAt, &want.AcceptedAt, &want.Purged} {
