@@ -34,25 +34,19 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.R
 		req.Host = rec.Host
 	}
 	withSecretParams(req, c.params.get(rec.Key))
-	// The template's header is only read (every attempt clones it), so
-	// it may share its value slices with the record and the secrets.
-	secrets := c.secrets.get(rec.Key)
-	req.Header = make(http.Header, len(rec.Header)+len(secrets))
-	for name, values := range rec.Header {
-		req.Header[name] = values
-	}
-	for name, values := range secrets {
-		req.Header[name] = values
-	}
+	// The first attempt may send this header itself (ownHeader), so it
+	// shares no value slice with the record or the kept secrets.
+	req.Header = mergeHeaders(rec.Header, c.secrets.get(rec.Key))
 	doubt := rec.MayHaveExecuted || !c.unsent.take(rec.Key)
 	res := c.send(ctx, &call{
-		req:    req,
-		body:   rec.Body,
-		key:    rec.Key,
-		keyed:  true,
-		logID:  rec.Key,
-		client: c.sender,
-		doubt:  doubt,
+		req:       req,
+		ownHeader: true,
+		body:      rec.Body,
+		key:       rec.Key,
+		keyed:     true,
+		logID:     rec.Key,
+		client:    c.sender,
+		doubt:     doubt,
 
 		checkPrincipal: true,
 		principal:      rec.Principal,
@@ -223,4 +217,29 @@ func (s *unsentSet) take(key string) bool {
 	_, ok := s.m[key]
 	delete(s.m, key)
 	return ok
+}
+
+// mergeHeaders is a copy of stored with secrets set over it, all values in
+// one new slice (as Header.Clone keeps them).
+func mergeHeaders(stored, secrets http.Header) http.Header {
+	total := 0
+	for _, values := range stored {
+		total += len(values)
+	}
+	for _, values := range secrets {
+		total += len(values)
+	}
+	all := make([]string, 0, total)
+	h := make(http.Header, len(stored)+len(secrets))
+	for _, src := range [2]http.Header{stored, secrets} {
+		for name, values := range src {
+			if values == nil {
+				h[name] = nil
+				continue
+			}
+			all = append(all, values...)
+			h[name] = all[len(all)-len(values) : len(all) : len(all)]
+		}
+	}
+	return h
 }

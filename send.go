@@ -18,8 +18,12 @@ import (
 type call struct {
 	// req is the template of every attempt: method, URL, Host, context.
 	// Its Header is the base set of headers (stored + secrets).
-	req  *http.Request
-	body []byte
+	req *http.Request
+	// ownHeader says req.Header and its values were built for this call
+	// alone: without a request editor the first attempt sends that map
+	// itself instead of a copy (later attempts still copy it).
+	ownHeader bool
+	body      []byte
 	// key, when set, is sent as Idempotency-Key on every attempt.
 	key string
 	// keyed says whether the request carries a key (set here or by the
@@ -80,7 +84,7 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 	st := &sendState{policy: attemptPolicy{c: c, cl: cl}}
 	p, res := &st.policy, &st.policy.res
 	first := cl.req.WithContext(ctx)
-	if err := c.prepareAttempt(ctx, first, cl); err != nil {
+	if err := c.prepareAttempt(ctx, first, cl, true); err != nil {
 		res.stop = err
 		return res
 	}
@@ -100,7 +104,7 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		Backoff:      p.backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		PrepareRetry: func(r *http.Request) error {
-			err := c.prepareAttempt(ctx, r, cl)
+			err := c.prepareAttempt(ctx, r, cl, false)
 			st.prepareFailed = err != nil
 			return err
 		},
@@ -140,9 +144,16 @@ type sendState struct {
 
 // prepareAttempt sets the headers of one attempt: the base set, the
 // request editor's, then the key, which the editor cannot change. Each attempt gets its own header map, so an
-// earlier attempt still being torn down never sees it change.
-func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call) error {
-	h := cl.req.Header.Clone()
+// earlier attempt still being torn down never sees it change. The one
+// exception is a first attempt with no editor of a call that owns its
+// header (call.ownHeader): it takes the template itself, which then
+// changes only by the key set below, before it is sent, and later
+// attempts copy it.
+func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call, first bool) error {
+	h := cl.req.Header
+	if !first || !cl.ownHeader || c.cfg.editor != nil {
+		h = h.Clone()
+	}
 	if h == nil {
 		h = http.Header{}
 	}

@@ -57,7 +57,7 @@ func encodeMemRecord(r *Record) memEntry {
 	if r.MayHaveExecuted {
 		flags |= memMayHaveExecuted
 	}
-	b := make([]byte, 0, memRecordSize(r)) // exact: kept as long as the record
+	b := make([]byte, 0, memRecordSize(r)) // a tight bound: kept as long as the record
 	b = binary.AppendUvarint(b, flags)
 	b = appendMemStrings(b, r.Key, r.Name, r.Method, r.URL)
 	b = appendMemHeader(b, r.Header)
