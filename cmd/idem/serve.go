@@ -37,6 +37,7 @@ type serveFlags struct {
 	adminToken      string
 	admin           bool
 	adminAddr       string
+	timeouts        serveTimeouts
 	logLevel        string
 	shutdownTimeout time.Duration
 	dialect         string
@@ -119,6 +120,7 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token of /admin/faults (default $"+adminTokenEnv+"); needs --admin")
 	fl.BoolVar(&f.admin, "admin", false, "serve /admin/faults (it can kill this process) on --admin-addr")
 	fl.StringVar(&f.adminAddr, "admin-addr", defaultAdminAddr, `address of the admin API (implies --admin); "public" serves it on --addr`)
+	addTimeoutFlags(fl, &f.timeouts)
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to drain requests on SIGINT/SIGTERM")
 	fl.IntVar(&f.failNext, "fail-next", 0, "answer the next N POST requests with --fail-status before executing them")
@@ -151,6 +153,9 @@ func (f serveFlags) validate() error {
 	}
 	if f.admin && f.adminToken == "" {
 		errs = append(errs, fmt.Errorf("--admin needs a token: --admin-token or $%s", adminTokenEnv))
+	}
+	if err := f.timeouts.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if f.failStatus < 400 || f.failStatus > 599 {
 		errs = append(errs, fmt.Errorf("--fail-status must be 400-599, got %d", f.failStatus))
