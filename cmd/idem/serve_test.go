@@ -275,7 +275,8 @@ func TestServe_Help(t *testing.T) {
 	require.NoError(t, root.Execute())
 	for _, flag := range []string{"--addr", "--retention", "--lease", "--store", "--payout-delay", "--store-5xx",
 		"--admin-token", "--admin-addr", "--admin", adminTokenEnv, "--fail-next", "--fail-status", "--fail-retry-after", "--lose-next",
-		"--reset-next", "--handler-delay", "--log-level", "127.0.0.1:8080"} {
+		"--reset-next", "--handler-delay", "--log-level", "127.0.0.1:8080",
+		"--read-header-timeout", "--read-timeout", "--write-timeout", "--idle-timeout", defaultAdminAddr} {
 		assert.Contains(t, stdout.String(), flag)
 	}
 }
