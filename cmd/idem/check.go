@@ -114,7 +114,7 @@ document on stdout, errors included.`,
 	_ = fl.MarkHidden("concurrency")
 	fl.BoolVar(&f.strict, "strict", false, "a skipped check fails the run")
 	fl.StringVar(&f.adminToken, "admin-token", "",
-		"admin token of a reference server (idem serve --admin-token): lets the check slow it to observe 409 in-progress")
+		"admin token of a reference server (idem serve --admin-addr public --admin-token T): lets the check slow it to observe 409 in-progress")
 	fl.BoolVar(&f.json, "json", false, "print the results as one JSON document")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "deadline for the whole run")
 	return cmd

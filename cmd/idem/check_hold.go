@@ -11,7 +11,7 @@ import (
 )
 
 // adminFaultsPath is the reference server's fault-injection endpoint
-// (`idem serve --admin-token`).
+// (`idem serve --admin-addr public --admin-token T`).
 const adminFaultsPath = "/admin/faults"
 
 // adminHoldDelay is how long each guarded request is held while the
@@ -72,7 +72,7 @@ func (h *adminHold) send(ctx context.Context, method string, body []byte) error 
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s answered %d; is the server `idem serve --admin-token` with this token?", method, h.url, resp.StatusCode)
+		return fmt.Errorf("%s %s answered %d; is the server `idem serve --admin-addr public --admin-token` with this token?", method, h.url, resp.StatusCode)
 	}
 	return nil
 }
