@@ -127,6 +127,11 @@ func memHeaderSize(h http.Header) int {
 	return n
 }
 
+// appendMemString is kept out of line: inlined at every field it made
+// encodeMemRecord's frame grow the fresh stack of the goroutine each
+// keystore write runs in (runtime.newstack on every call).
+//
+//go:noinline
 func appendMemString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
