@@ -42,7 +42,7 @@ func (m *Memory) Create(ctx context.Context, r *Record) (*Record, bool, error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
-	existing, created, err := m.create(r)
+	existing, created, err := m.create(r, encodeMemRecord(r))
 	if created {
 		existing = r.Clone()
 	}
@@ -56,13 +56,16 @@ func (m *Memory) AdoptCreate(ctx context.Context, r *Record) (*Record, bool, err
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
-	return m.create(r)
+	return m.create(r, encodeMemRecord(r))
 }
 
 // create stores an encoding of owned unless its name is taken (then it
 // returns a copy of that record) or its key is.
-func (m *Memory) create(owned *Record) (*Record, bool, error) {
-	e := encodeMemRecord(owned) // outside the lock
+//
+// The caller encodes owned into e, outside the lock and outside this
+// frame: the write runs on a fresh goroutine, whose small stack the two
+// frames together would make grow on every call.
+func (m *Memory) create(owned *Record, e memEntry) (*Record, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -127,7 +130,7 @@ func (m *Memory) Update(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
 	}
-	return m.update(r)
+	return m.update(r, encodeMemRecord(r))
 }
 
 // AdoptUpdate is Update: m keeps its own encoding of r either way (see
@@ -136,12 +139,12 @@ func (m *Memory) AdoptUpdate(ctx context.Context, r *Record) error {
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return err
 	}
-	return m.update(r)
+	return m.update(r, encodeMemRecord(r))
 }
 
 // update replaces the stored record with an encoding of owned.
-func (m *Memory) update(owned *Record) error {
-	e := encodeMemRecord(owned) // outside the lock
+// The caller encodes it into e (see create).
+func (m *Memory) update(owned *Record, e memEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

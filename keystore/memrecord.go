@@ -59,10 +59,14 @@ func encodeMemRecord(r *Record) memEntry {
 	}
 	b := make([]byte, 0, memRecordSize(r)) // a tight bound: kept as long as the record
 	b = binary.AppendUvarint(b, flags)
-	b = appendMemStrings(b, r.Key, r.Name, r.Method, r.URL)
+	b = appendMemString(b, r.Key)
+	b = appendMemString(b, r.Name)
+	b = appendMemString(b, r.Method)
+	b = appendMemString(b, r.URL)
 	b = appendMemHeader(b, r.Header)
 	b = appendMemString(b, unsafe.String(unsafe.SliceData(r.Body), len(r.Body)))
-	b = appendMemStrings(b, r.Fingerprint, string(r.State))
+	b = appendMemString(b, r.Fingerprint)
+	b = appendMemString(b, string(r.State))
 	b = e.appendTime(b, r.CreatedAt)
 	b = e.appendTime(b, r.UpdatedAt)
 	b = binary.AppendVarint(b, int64(r.Attempts))
@@ -71,14 +75,18 @@ func encodeMemRecord(r *Record) memEntry {
 		b = appendMemHeader(b, resp.Header)
 		b = appendMemString(b, unsafe.String(unsafe.SliceData(resp.Body), len(resp.Body)))
 	}
-	b = appendMemStrings(b, r.Operation, r.LastError, r.Host)
+	b = appendMemString(b, r.Operation)
+	b = appendMemString(b, r.LastError)
+	b = appendMemString(b, r.Host)
 	b = e.appendTime(b, r.AcceptedAt)
 	b = appendMemString(b, r.Principal)
 	b = binary.AppendUvarint(b, uint64(len(r.SecretHeaders)))
 	b = appendMemStrings(b, r.SecretHeaders...)
 	b = binary.AppendUvarint(b, uint64(len(r.Reconciliations)))
 	for _, v := range r.Reconciliations {
-		b = appendMemStrings(b, v.Outcome, v.Source, v.By)
+		b = appendMemString(b, v.Outcome)
+		b = appendMemString(b, v.Source)
+		b = appendMemString(b, v.By)
 		b = e.appendTime(b, v.At)
 		b = appendMemString(b, v.Note)
 	}
@@ -91,14 +99,14 @@ func encodeMemRecord(r *Record) memEntry {
 func memRecordSize(r *Record) int {
 	const timeSize = 17
 	n := 10 + 4*timeSize + 2*10 + 2*10 // flags, times, counts, attempts
-	n += memStringsSize(r.Key, r.Name, r.Method, r.URL, r.Fingerprint, string(r.State), r.Operation, r.LastError, r.Host, r.Principal)
+	n += memStringSize(r.Key) + memStringSize(r.Name) + memStringSize(r.Method) + memStringSize(r.URL) + memStringSize(r.Fingerprint) + memStringSize(string(r.State)) + memStringSize(r.Operation) + memStringSize(r.LastError) + memStringSize(r.Host) + memStringSize(r.Principal)
 	n += memHeaderSize(r.Header) + uvarintSize(len(r.Body)) + len(r.Body)
 	if resp := r.Response; resp != nil {
 		n += 10 + memHeaderSize(resp.Header) + uvarintSize(len(resp.Body)) + len(resp.Body)
 	}
-	n += memStringsSize(r.SecretHeaders...)
+	n += memStringsSize(r.SecretHeaders)
 	for _, v := range r.Reconciliations {
-		n += memStringsSize(v.Outcome, v.Source, v.By, v.Note) + timeSize
+		n += memStringSize(v.Outcome) + memStringSize(v.Source) + memStringSize(v.By) + memStringSize(v.Note) + timeSize
 	}
 	return n
 }
@@ -111,18 +119,24 @@ func uvarintSize(v int) int {
 	return n
 }
 
-func memStringsSize(ss ...string) int {
+func memStringSize(s string) int { return uvarintSize(len(s)) + len(s) }
+
+func memStringsSize(ss []string) int {
 	n := 0
 	for _, s := range ss {
-		n += uvarintSize(len(s)) + len(s)
+		n += memStringSize(s)
 	}
 	return n
 }
 
+// Out of line, as appendMemString is: its map iterator would otherwise
+// sit in memRecordSize's frame twice.
+//
+//go:noinline
 func memHeaderSize(h http.Header) int {
 	n := 2 * uvarintSize(len(h))
 	for name, values := range h {
-		n += memStringsSize(name) + uvarintSize(len(values)+1) + memStringsSize(values...)
+		n += memStringSize(name) + uvarintSize(len(values)+1) + memStringsSize(values)
 	}
 	return n
 }
