@@ -42,26 +42,26 @@ func RunReservationGrace(t *testing.T, open func(t *testing.T, grace time.Durati
 // within its lease and a completed record within its retention are not.
 func testAbandonedReservationsAreSwept(t *testing.T, s server.Store) {
 	ctx := t.Context()
-	scope := uniqueScope(t)
-	fpA, fpB := fingerprintOf(`{"a":1}`), fingerprintOf(`{"a":2}`)
+	scope := UniqueScope(t)
+	fpA, fpB := FingerprintOf(`{"a":1}`), FingerprintOf(`{"a":2}`)
 
-	abandoned := []string{newKey(), newKey(), newKey()}
+	abandoned := []string{NewKey(), NewKey(), NewKey()}
 	for _, key := range abandoned {
-		mustReserve(t, s, scope, key, fpA, shortLease)
+		MustReserve(t, s, scope, key, fpA, shortLease)
 	}
 	for range 2 {
-		res := mustReserve(t, s, scope, newKey(), fpA, longLease)
-		require.NoError(t, complete(t, s, res, sampleResponse("{}"), shortRetention))
+		res := MustReserve(t, s, scope, NewKey(), fpA, longLease)
+		require.NoError(t, Complete(t, s, res, SampleResponse("{}"), shortRetention))
 	}
-	liveKey, keptKey := newKey(), newKey()
-	mustReserve(t, s, scope, liveKey, fpA, longLease)
-	kept := mustReserve(t, s, scope, keptKey, fpA, longLease)
-	keptResp := sampleResponse(`"kept"`)
-	require.NoError(t, complete(t, s, kept, keptResp, longRetention))
+	liveKey, keptKey := NewKey(), NewKey()
+	MustReserve(t, s, scope, liveKey, fpA, longLease)
+	kept := MustReserve(t, s, scope, keptKey, fpA, longLease)
+	keptResp := SampleResponse(`"kept"`)
+	require.NoError(t, Complete(t, s, kept, keptResp, longRetention))
 
 	const limit, due = 2, 5
 	swept := 0
-	eventually(t, "abandoned reservations and expired records must be swept", func() (bool, error) {
+	Eventually(t, "abandoned reservations and expired records must be swept", func() (bool, error) {
 		n, err := s.Sweep(ctx, limit)
 		require.LessOrEqual(t, n, limit, "sweep must honour its limit")
 		swept += n
@@ -73,27 +73,27 @@ func testAbandonedReservationsAreSwept(t *testing.T, s server.Store) {
 	assert.Equal(t, due, swept, "every due record is counted once")
 
 	for _, key := range abandoned {
-		mustReserve(t, s, scope, key, fpB, longLease) // free for any payload
+		MustReserve(t, s, scope, key, fpB, longLease) // free for any payload
 	}
-	rec := mustFind(t, s, scope, liveKey, fpB)
+	rec := MustFind(t, s, scope, liveKey, fpB)
 	assert.Equal(t, server.StateReserved, rec.State, "a reservation within its lease is never swept")
 	assert.Equal(t, fpA, rec.Fingerprint)
-	assertSameResponse(t, keptResp, mustFind(t, s, scope, keptKey, fpA).Response)
+	AssertSameResponse(t, keptResp, MustFind(t, s, scope, keptKey, fpA).Response)
 }
 
 // A reservation whose lease ended less than the grace ago survives Sweep,
 // so a retry with the same payload can still take it over.
 func testExpiredLeaseWithinGraceIsKept(t *testing.T, s server.Store) {
 	ctx := t.Context()
-	scope := uniqueScope(t)
-	fpA, fpB := fingerprintOf(`{"a":1}`), fingerprintOf(`{"a":2}`)
-	key, probe := newKey(), newKey()
-	stale := mustReserve(t, s, scope, key, fpA, shortLease)
-	mustReserve(t, s, scope, probe, fpA, shortLease)
+	scope := UniqueScope(t)
+	fpA, fpB := FingerprintOf(`{"a":1}`), FingerprintOf(`{"a":2}`)
+	key, probe := NewKey(), NewKey()
+	stale := MustReserve(t, s, scope, key, fpA, shortLease)
+	MustReserve(t, s, scope, probe, fpA, shortLease)
 
 	// probe's lease was granted after key's, so once probe can be taken
 	// over, key's lease has ended too.
-	eventually(t, "an expired lease must be taken over", func() (bool, error) {
+	Eventually(t, "an expired lease must be taken over", func() (bool, error) {
 		res, _, err := s.Reserve(ctx, scope, probe, fpA, longLease)
 		return res != nil, err
 	})
@@ -101,9 +101,9 @@ func testExpiredLeaseWithinGraceIsKept(t *testing.T, s server.Store) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "a lease that ended within the grace is not abandoned yet")
 
-	rec := mustFind(t, s, scope, key, fpB)
+	rec := MustFind(t, s, scope, key, fpB)
 	assert.Equal(t, server.StateReserved, rec.State, "another payload still meets the reservation")
 	assert.Equal(t, fpA, rec.Fingerprint)
-	fresh := mustReserve(t, s, scope, key, fpA, longLease)
+	fresh := MustReserve(t, s, scope, key, fpA, longLease)
 	assert.NotEqual(t, stale.Token, fresh.Token, "the same payload takes the reservation over")
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"crypto/rand"
 	"errors"
+	srvtest "github.com/idemkit/idem/server/storetest"
 	"net/http"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func assertSamePayment(t *testing.T, want, got testserver.Payment) {
 
 func testPayments(t *testing.T, s testserver.Store) {
 	ctx := t.Context()
-	principal := uniqueScope(t).Principal
+	principal := srvtest.UniqueScope(t).Principal
 	countBefore, err := s.CountPayments(ctx)
 	require.NoError(t, err)
 
@@ -100,10 +101,10 @@ func testPayments(t *testing.T, s testserver.Store) {
 
 func testPaymentWithCompletion(t *testing.T, s testserver.Store) {
 	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	res := mustReserve(t, s, scope, key, fp, longLease)
+	scope, key, fp := srvtest.UniqueScope(t), srvtest.NewKey(), srvtest.FingerprintOf(`{"amount":100}`)
+	res := srvtest.MustReserve(t, s, scope, key, fp, longLease)
 	p := newPayment(scope.Principal, time.Now(), 100)
-	want := sampleResponse(`{"id":"` + p.ID + `"}`)
+	want := srvtest.SampleResponse(`{"id":"` + p.ID + `"}`)
 	want.ResourceID = p.ID
 	c := &testserver.Completion{Reservation: res, Response: want, Retention: longRetention}
 	require.NoError(t, s.CreatePayment(ctx, p, c))
@@ -111,22 +112,22 @@ func testPaymentWithCompletion(t *testing.T, s testserver.Store) {
 	got, err := s.GetPayment(ctx, scope.Principal, p.ID)
 	require.NoError(t, err)
 	assertSamePayment(t, p, got)
-	rec := mustFind(t, s, scope, key, fp)
+	rec := srvtest.MustFind(t, s, scope, key, fp)
 	assert.Equal(t, testserver.StateCompleted, rec.State)
-	assertSameResponse(t, want, rec.Response)
-	assert.ErrorIs(t, complete(t, s, res, sampleResponse("{}"), longRetention), testserver.ErrFenced)
+	srvtest.AssertSameResponse(t, want, rec.Response)
+	assert.ErrorIs(t, srvtest.Complete(t, s, res, srvtest.SampleResponse("{}"), longRetention), testserver.ErrFenced)
 }
 
 func testPaymentWithFencedCompletion(t *testing.T, s testserver.Store) {
 	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	res := mustReserve(t, s, scope, key, fp, longLease)
+	scope, key, fp := srvtest.UniqueScope(t), srvtest.NewKey(), srvtest.FingerprintOf(`{"amount":100}`)
+	res := srvtest.MustReserve(t, s, scope, key, fp, longLease)
 	require.NoError(t, s.Release(ctx, res))
 	countBefore, err := s.CountPayments(ctx)
 	require.NoError(t, err)
 
 	p := newPayment(scope.Principal, time.Now(), 100)
-	c := &testserver.Completion{Reservation: res, Response: sampleResponse("{}"), Retention: longRetention}
+	c := &testserver.Completion{Reservation: res, Response: srvtest.SampleResponse("{}"), Retention: longRetention}
 	require.ErrorIs(t, s.CreatePayment(ctx, p, c), testserver.ErrFenced)
 
 	_, err = s.GetPayment(ctx, scope.Principal, p.ID)
@@ -134,25 +135,25 @@ func testPaymentWithFencedCompletion(t *testing.T, s testserver.Store) {
 	countAfter, err := s.CountPayments(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, countBefore, countAfter)
-	mustReserve(t, s, scope, key, fp, longLease) // and must not complete the key
+	srvtest.MustReserve(t, s, scope, key, fp, longLease) // and must not complete the key
 }
 
 func testDuplicatePayment(t *testing.T, s testserver.Store) {
 	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
+	scope, key, fp := srvtest.UniqueScope(t), srvtest.NewKey(), srvtest.FingerprintOf(`{"amount":100}`)
 	p := newPayment(scope.Principal, time.Now(), 100)
 	require.NoError(t, s.CreatePayment(ctx, p, nil))
 
-	res := mustReserve(t, s, scope, key, fp, longLease)
+	res := srvtest.MustReserve(t, s, scope, key, fp, longLease)
 	dup := p
 	dup.Amount = 999
-	c := &testserver.Completion{Reservation: res, Response: sampleResponse("{}"), Retention: longRetention}
+	c := &testserver.Completion{Reservation: res, Response: srvtest.SampleResponse("{}"), Retention: longRetention}
 	require.Error(t, s.CreatePayment(ctx, dup, c), "a payment id is unique")
 
 	got, err := s.GetPayment(ctx, scope.Principal, p.ID)
 	require.NoError(t, err)
 	assertSamePayment(t, p, got)
-	assert.Equal(t, testserver.StateReserved, mustFind(t, s, scope, key, fp).State,
+	assert.Equal(t, testserver.StateReserved, srvtest.MustFind(t, s, scope, key, fp).State,
 		"a failed insert must not complete the key")
 }
 
@@ -180,7 +181,7 @@ func assertSameOperation(t *testing.T, want, got testserver.Operation) {
 
 func testOperations(t *testing.T, s testserver.Store) {
 	ctx := t.Context()
-	principal := uniqueScope(t).Principal
+	principal := srvtest.UniqueScope(t).Principal
 	op := newOperation(principal)
 	require.NoError(t, s.CreateOperation(ctx, op, nil))
 
@@ -197,9 +198,9 @@ func testOperations(t *testing.T, s testserver.Store) {
 
 func testOperationWithCompletion(t *testing.T, s testserver.Store) {
 	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":500}`)
+	scope, key, fp := srvtest.UniqueScope(t), srvtest.NewKey(), srvtest.FingerprintOf(`{"amount":500}`)
 	scope.Route = "/v1/payouts"
-	res := mustReserve(t, s, scope, key, fp, longLease)
+	res := srvtest.MustReserve(t, s, scope, key, fp, longLease)
 	op := newOperation(scope.Principal)
 	want := testserver.Response{
 		Status:     http.StatusAccepted,
@@ -217,14 +218,14 @@ func testOperationWithCompletion(t *testing.T, s testserver.Store) {
 	require.NoError(t, s.CreateOperation(ctx, op, &testserver.Completion{Reservation: res, Response: want, Retention: longRetention}))
 	_, err = s.GetOperation(ctx, scope.Principal, op.ID)
 	require.NoError(t, err)
-	assertSameResponse(t, want, mustFind(t, s, scope, key, fp).Response)
+	srvtest.AssertSameResponse(t, want, srvtest.MustFind(t, s, scope, key, fp).Response)
 }
 
 func testConcurrentPaymentCompletion(t *testing.T, s testserver.Store) {
 	const workers = 16
 	ctx := t.Context()
-	scope, key, fp := uniqueScope(t), newKey(), fingerprintOf(`{"amount":100}`)
-	res := mustReserve(t, s, scope, key, fp, longLease)
+	scope, key, fp := srvtest.UniqueScope(t), srvtest.NewKey(), srvtest.FingerprintOf(`{"amount":100}`)
+	res := srvtest.MustReserve(t, s, scope, key, fp, longLease)
 
 	start := make(chan struct{})
 	errs := make(chan error, workers)
@@ -232,7 +233,7 @@ func testConcurrentPaymentCompletion(t *testing.T, s testserver.Store) {
 		go func() {
 			<-start
 			p := newPayment(scope.Principal, time.Now(), 100)
-			errs <- s.CreatePayment(ctx, p, &testserver.Completion{Reservation: res, Response: sampleResponse("{}"), Retention: longRetention})
+			errs <- s.CreatePayment(ctx, p, &testserver.Completion{Reservation: res, Response: srvtest.SampleResponse("{}"), Retention: longRetention})
 		}()
 	}
 	close(start)
