@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ const storeSecret = "s3cretPW"
 // (or a short life) and returns its error and every line it logged.
 func runServeCapture(t *testing.T, life time.Duration, args ...string) (error, string) {
 	t.Helper()
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	root := newRootCommand(func(string) string { return "" })
 	root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "debug"}, args...))
 	root.SetOut(io.Discard)
@@ -85,4 +86,25 @@ func TestServe_StorePasswordNeverShownWhenServing(t *testing.T) {
 			assert.Contains(t, logs, "xxxxx@", "the listening line names the store redacted")
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use. go-redis logs
+// through one process-wide logger, from dial goroutines that may outlive
+// the command that set it, while cobra writes the command's error to the
+// same writer.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
