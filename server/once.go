@@ -32,14 +32,21 @@ var (
 // can commit its effect with the completion through a store's
 // transactional hook, then call Held.MarkCompleted. If the lease ends
 // before fn returns and another consumer takes the id over, storing the
-// result fails with ErrFenced: the newer consumer's result stands. Only
-// WithLease and WithRetention of opts apply.
+// result fails with ErrFenced: the newer consumer's result stands. Each
+// store call is bounded by WithStoreTimeout (default 3 s): a store that
+// has not answered by then is a *StoreTimeoutError (ErrStoreTimeout).
+// Only WithLease, WithRetention and WithStoreTimeout of opts apply.
 func Once(ctx context.Context, store Store, scope Scope, id, fingerprint string, fn func(ctx context.Context) ([]byte, error), opts ...Option) ([]byte, error) {
 	cfg := defaultConfig()
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	res, rec, err := store.Reserve(ctx, scope, id, fingerprint, cfg.lease)
+	var res *Reservation
+	var rec *Record
+	err := storeCall(ctx, "reserve", cfg.storeTimeout, func(ctx context.Context) (err error) {
+		res, rec, err = store.Reserve(ctx, scope, id, fingerprint, cfg.lease)
+		return err
+	})
 	switch {
 	case err != nil:
 		return nil, err
@@ -63,34 +70,33 @@ func Once(ctx context.Context, store Store, scope Scope, id, fingerprint string,
 func runOnce(ctx context.Context, store Store, cfg config, res Reservation, fn func(context.Context) ([]byte, error)) (result []byte, err error) {
 	held := &Held{Reservation: res, Retention: cfg.retention}
 	// The id is settled even when ctx ends: fn ran, and its outcome must
-	// not be lost with the caller's deadline.
-	settle := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), cfg.lease)
+	// not be lost with the caller's deadline. Never beyond the lease,
+	// after which the id is another's anyway.
+	sctx := context.WithoutCancel(ctx)
+	timeout := min(cfg.lease, cfg.storeTimeout)
+	release := func() error {
+		return storeCall(sctx, "release", timeout, func(ctx context.Context) error { return store.Release(ctx, res) })
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			sctx, cancel := settle()
-			defer cancel()
 			if !held.Completed() {
-				_ = store.Release(sctx, res)
+				_ = release()
 			}
 			panic(p)
 		}
 	}()
 	result, err = fn(WithHeld(ctx, held))
-	sctx, cancel := settle()
-	defer cancel()
 	if held.Completed() {
 		return result, err
 	}
 	if err != nil {
-		if rerr := store.Release(sctx, res); rerr != nil && !errors.Is(rerr, ErrFenced) {
+		if rerr := release(); rerr != nil && !errors.Is(rerr, ErrFenced) {
 			return nil, errors.Join(err, fmt.Errorf("server: release the id: %w", rerr))
 		}
 		return nil, err
 	}
 	c := Completion{Reservation: res, Response: Response{Status: 200, Body: result}, Retention: cfg.retention}
-	if err := store.Complete(sctx, c); err != nil {
+	if err := storeCall(sctx, "complete", timeout, func(ctx context.Context) error { return store.Complete(ctx, c) }); err != nil {
 		return nil, fmt.Errorf("server: store the result: %w", err)
 	}
 	return result, nil
