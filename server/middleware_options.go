@@ -80,7 +80,8 @@ func WithLease(d time.Duration) Option {
 // WithStoreTimeout bounds each store operation (default 3 s): a Reserve
 // that has not answered by then is answered 503 /store-unavailable with
 // Retry-After, and a Complete or Release gives up, leaving the key to its
-// lease. A non-positive d is ignored.
+// lease. Under Once a stalled call is a *StoreTimeoutError. A
+// non-positive d is ignored.
 func WithStoreTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -46,14 +46,11 @@ func TestPublisherResendsAreShippedOnce(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	cfg := r.config()
-	var out string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		out = r.consume(cfg, 2*time.Second)
-	}()
+	running, wait := r.startConsumer(cfg, 3*time.Second)
+	waitFor(t, "the consumer to start", func() bool { return strings.Contains(running.String(), "consuming ") })
 	ids := r.publish("resend-", 15, 3) // consumed as it is published
-	<-done
+	wait()
+	out := running.String()
 	assert.Equal(t, len(ids), countLines(out, "shipped "), out)
 	assert.Equal(t, 2*len(ids), countLines(out, "duplicate "), out)
 	r.requireExactlyOneShipmentEach(ids)
