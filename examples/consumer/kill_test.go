@@ -85,7 +85,7 @@ func TestConsumersKilledMidMessage(t *testing.T) {
 			beforeAck += btoi(before)
 		}
 	}
-	t.Logf("%d rounds of two consumers SIGKILLed: %d kills inside a shipment's transaction, %d between a commit and its ack; %d messages",
+	t.Logf("%d rounds of two consumers SIGKILLed: %d kills inside a shipment's transaction, %d between a commit and its ack; %d message ids",
 		rounds, midEffect, beforeAck, len(ids))
 
 	// A taken-over id waits out the lease of the killed consumer: the
