@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 )
 
 // postgresThroughProxy opens a Postgres keystore in a fresh schema whose
@@ -23,7 +24,7 @@ import (
 // carries key: the one that executes the INSERT (the statement's text
 // travels apart, when it is prepared), so the write commits and only its
 // acknowledgement is lost.
-func postgresThroughProxy(t *testing.T, key string) (*keystore.Postgres, *testenv.AckDropProxy, string, string) {
+func postgresThroughProxy(t *testing.T, key string) (*pgkeystore.Store, *testenv.AckDropProxy, string, string) {
 	t.Helper()
 	dsn := testenv.PostgresDSN(t)
 	schema := testenv.PostgresSchema(t, dsn, "idem_begin_doubt_")
@@ -32,7 +33,7 @@ func postgresThroughProxy(t *testing.T, key string) (*keystore.Postgres, *testen
 	proxy := testenv.StartAckDropProxy(t, u.Host, []byte(key))
 	u.Host = proxy.Addr()
 	ctx := context.Background()
-	st, err := keystore.OpenPostgres(ctx, u.String(), &keystore.PostgresOptions{Schema: schema})
+	st, err := pgkeystore.Open(ctx, u.String(), &pgkeystore.Options{Schema: schema})
 	require.NoError(t, err)
 	return st, proxy, dsn, schema
 }
@@ -81,7 +82,7 @@ func TestBeginThatCannotTellReturnsTheKey(t *testing.T) {
 	assert.Equal(t, "order-2/payment", ue.Name)
 	assert.NotContains(t, err.Error(), ue.Key, "errors show a key only by its hash")
 
-	direct, err := keystore.OpenPostgres(context.Background(), dsn, &keystore.PostgresOptions{Schema: schema})
+	direct, err := pgkeystore.Open(context.Background(), dsn, &pgkeystore.Options{Schema: schema})
 	require.NoError(t, err)
 	later := newTestClient(t, WithStore(direct))
 	in, err := later.Resume(context.Background(), ue.Key)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 )
 
 // sharedKeystore returns the location and options of a Postgres keystore
@@ -24,7 +25,7 @@ func sharedKeystore(t *testing.T) (string, keystore.OpenOption) {
 	t.Helper()
 	dsn := testenv.PostgresDSN(t)
 	schema := testenv.PostgresSchema(t, dsn, "idem_claim_")
-	return dsn, keystore.WithPostgresOptions(&keystore.PostgresOptions{Schema: schema})
+	return dsn, pgkeystore.WithOptions(&pgkeystore.Options{Schema: schema})
 }
 
 // worker is a Client on the shared keystore, as one process of a fleet.

@@ -2,16 +2,33 @@ package keystore
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/idemkit/idem/internal/testenv"
 )
+
+var testEpoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// pendingRecord returns a pending record created i seconds after the
+// test epoch.
+func pendingRecord(i int) *Record {
+	at := testEpoch.Add(time.Duration(i) * time.Second)
+	return &Record{
+		Key:         fmt.Sprintf("key-%04d", i),
+		Method:      "POST",
+		URL:         "https://pay.example/v1/payments",
+		Header:      map[string][]string{"Content-Type": {"application/json"}},
+		Body:        []byte(fmt.Sprintf(`{"amount":%d}`, i)),
+		Fingerprint: fmt.Sprintf("fp-%d", i),
+		State:       Pending,
+		CreatedAt:   at,
+		UpdatedAt:   at,
+	}
+}
 
 // cet is a zone other than UTC, to see stores write times in UTC.
 var cet = time.FixedZone("CET", 3600)
@@ -123,104 +140,4 @@ func TestAddedFieldsInMemory(t *testing.T) {
 	again, err := m.Get(context.Background(), r.Key)
 	require.NoError(t, err)
 	assert.Equal(t, "provider search timed out", again.Reconciliations[0].Note)
-}
-
-func TestPostgresAddedFieldsRoundTrip(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := openTestPostgres(t)
-	r := addedFieldsRecord(1)
-	stored, _, err := p.Create(ctx, r)
-	require.NoError(t, err)
-	got, err := p.Get(ctx, r.Key)
-	require.NoError(t, err)
-	assertAddedFields(t, r, got)
-	assertTrailInUTC(t, got)
-	assert.Equal(t, stored.Reconciliations, got.Reconciliations, "Create returns the trail as Get reads it")
-
-	// A person settles it: the trail grows and the doubt stays recorded.
-	got.State = Succeeded
-	got.Reconciliations = append(got.Reconciliations, Reconciliation{
-		Outcome: ReconciledSucceeded, Source: "manual", By: "alice@ops",
-		At: time.Date(2025, 3, 1, 13, 0, 0, 0, cet), Note: "pay_123 in the provider dashboard",
-	})
-	require.NoError(t, p.Update(ctx, got))
-	again, err := p.Get(ctx, r.Key)
-	require.NoError(t, err)
-	assertAddedFields(t, got, again)
-
-	again.Host = ""
-	again.AcceptedAt = time.Time{}
-	again.MayHaveExecuted = false
-	again.Reconciliations = []Reconciliation{}
-	again.Purged = time.Time{}
-	require.NoError(t, p.Update(ctx, again))
-	again, err = p.Get(ctx, r.Key)
-	require.NoError(t, err)
-	assertNoAddedFields(t, again) // a zero acceptance time and an empty trail are stored as NULL
-}
-
-// A note is a person's free text: what Postgres cannot hold is replaced,
-// never a reason to lose the verdict.
-func TestPostgresStoresANoteItMustClean(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := openTestPostgres(t)
-	r := addedFieldsRecord(1)
-	r.Reconciliations[0].Note = "dashboard says \x00\xff ok"
-	r.Reconciliations[0].By = "bob\x00"
-	stored, _, err := p.Create(ctx, r)
-	require.NoError(t, err)
-	got, err := p.Get(ctx, r.Key)
-	require.NoError(t, err)
-	assert.Equal(t, "dashboard says \uFFFD\uFFFD ok", got.Reconciliations[0].Note)
-	assert.Equal(t, "bob\uFFFD", got.Reconciliations[0].By)
-	assert.Equal(t, stored.Reconciliations, got.Reconciliations, "Create returns the trail as Get reads it")
-
-	r = addedFieldsRecord(2)
-	r.Reconciliations[0].At = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-	_, _, err = p.Create(ctx, r)
-	assert.ErrorContains(t, err, "reconciliation time")
-}
-
-func TestPostgresRejectsAHostItCannotStore(t *testing.T) {
-	t.Parallel()
-	p := openTestPostgres(t)
-	r := pendingRecord(1)
-	r.Host = "bad\x00host"
-	_, _, err := p.Create(context.Background(), r)
-	assert.ErrorContains(t, err, "host")
-}
-
-// A keystore table created before the added fields existed gets their
-// columns when it is opened, and its records read back without them.
-func TestPostgresAddsColumnsToAnOlderTable(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	schema := newPostgresTestSchema(t)
-	first := openPostgresIn(t, schema, nil)
-	old := pendingRecord(1)
-	_, _, err := first.Create(ctx, old)
-	require.NoError(t, err)
-	require.NoError(t, first.Close())
-
-	conn, err := pgx.Connect(ctx, testenv.DirectDSN(testenv.PostgresDSN(t)))
-	require.NoError(t, err)
-	defer func() { _ = conn.Close(ctx) }()
-	table := pgx.Identifier{schema, DefaultPostgresTable}.Sanitize()
-	_, err = conn.Exec(ctx, `ALTER TABLE `+table+` DROP COLUMN host, DROP COLUMN accepted_at,
-		DROP COLUMN may_have_executed, DROP COLUMN reconciliations`)
-	require.NoError(t, err)
-
-	second := openPostgresIn(t, schema, nil)
-	got, err := second.Get(ctx, old.Key)
-	require.NoError(t, err)
-	assertNoAddedFields(t, got)
-
-	r := addedFieldsRecord(2)
-	_, _, err = second.Create(ctx, r)
-	require.NoError(t, err)
-	got, err = second.Get(ctx, r.Key)
-	require.NoError(t, err)
-	assertAddedFields(t, r, got)
 }

@@ -4,9 +4,12 @@
 //
 // Implementations: Bolt (OpenBolt; the default for a process that must
 // survive a restart, embedded, durable on return), Memory (NewMemory;
-// tests and processes that need no persistence) and Postgres
-// (OpenPostgres; one keystore shared by a fleet of workers, which claim
-// pending intents through Claimer so no two resend one intent at once).
+// tests and processes that need no persistence) and, in its own package
+// so that programs without it do not carry its driver, Postgres
+// (github.com/idemkit/idem/keystore/pgkeystore; one keystore shared by a
+// fleet of workers, which claim pending intents through Claimer so no two
+// resend one intent at once). Open picks one by location; a package of
+// another keystore registers its URL scheme with RegisterOpener.
 //
 // Durability: a write a Store returns from is durable (for stores that
 // persist), with one opt-in exception, Deferrer.UpdateDeferred (Bolt),

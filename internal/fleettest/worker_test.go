@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 )
 
 // The environment of a worker process: this test binary run again.
@@ -45,7 +45,7 @@ func work(ctx context.Context) error {
 	token := os.Getenv(workerTokenEnv)
 	client, err := idem.New(
 		idem.WithKeystore(ctx, os.Getenv(workerDSNEnv),
-			keystore.WithPostgresOptions(&keystore.PostgresOptions{Schema: os.Getenv(workerSchemaEnv)})),
+			pgkeystore.WithOptions(&pgkeystore.Options{Schema: os.Getenv(workerSchemaEnv)})),
 		idem.WithClaimLease(lease),
 		idem.WithRequestEditor(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+token)

@@ -21,6 +21,7 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 )
 
 const (
@@ -111,7 +112,7 @@ func beginIntents(t *testing.T, dsn, schema, baseURL, token string) map[string]s
 	t.Helper()
 	ctx := context.Background()
 	client, err := idem.New(idem.WithKeystore(ctx, dsn,
-		keystore.WithPostgresOptions(&keystore.PostgresOptions{Schema: schema})))
+		pgkeystore.WithOptions(&pgkeystore.Options{Schema: schema})))
 	require.NoError(t, err)
 	defer client.Close()
 	keys := map[string]string{}
@@ -144,7 +145,7 @@ func assertPaidOnceUnderOriginalKeys(t *testing.T, dsn, schema string, srv *idem
 	}
 
 	ctx := context.Background()
-	ks, err := keystore.Open(ctx, dsn, keystore.WithPostgresOptions(&keystore.PostgresOptions{Schema: schema}))
+	ks, err := keystore.Open(ctx, dsn, pgkeystore.WithOptions(&pgkeystore.Options{Schema: schema}))
 	require.NoError(t, err)
 	defer ks.Close()
 	for name, key := range keys {

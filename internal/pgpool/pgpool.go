@@ -1,5 +1,5 @@
 // Package pgpool builds the connection pool configuration shared by idem's
-// PostgreSQL stores (keystore.Postgres and the reference server's
+// PostgreSQL stores (pgkeystore.Store and the reference server's
 // pgstore), so both size and time out their pools the same way.
 package pgpool
 

@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/testenv"
+	"github.com/idemkit/idem/keystore"
 )
 
 // postgresFirstDDL is the keystore table as first published, before any of
@@ -44,19 +45,19 @@ func TestPostgresMigratesTheFirstPublishedTable(t *testing.T) {
 	conn, err := pgx.Connect(ctx, testenv.DirectDSN(testenv.PostgresDSN(t)))
 	require.NoError(t, err)
 	defer func() { _ = conn.Close(ctx) }()
-	table := pgx.Identifier{schema, DefaultPostgresTable}.Sanitize()
+	table := pgx.Identifier{schema, DefaultTable}.Sanitize()
 	_, err = conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()+`; CREATE TABLE `+table+` `+postgresFirstDDL)
 	require.NoError(t, err)
 	old := pendingRecord(1)
 	_, err = conn.Exec(ctx, `INSERT INTO `+table+` (key, method, url, fingerprint, state, created_at, updated_at, last_error)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		old.Key, old.Method, old.URL, old.Fingerprint, string(Failed), old.CreatedAt, old.UpdatedAt, "gave up")
+		old.Key, old.Method, old.URL, old.Fingerprint, string(keystore.Failed), old.CreatedAt, old.UpdatedAt, "gave up")
 	require.NoError(t, err)
 
 	p := openPostgresIn(t, schema, nil)
 	got, err := p.Get(ctx, old.Key)
 	require.NoError(t, err)
-	assert.Equal(t, Failed, got.State)
+	assert.Equal(t, keystore.Failed, got.State)
 	assert.Equal(t, "gave up", got.LastError)
 	assertNoAddedFields(t, got)
 
@@ -71,7 +72,7 @@ func TestPostgresMigratesTheFirstPublishedTable(t *testing.T) {
 	for _, c := range postgresAddedColumns {
 		var typ, nullable string
 		require.NoError(t, conn.QueryRow(ctx, `SELECT data_type, is_nullable FROM information_schema.columns
-			WHERE table_schema = $1 AND table_name = $2 AND column_name = $3`, schema, DefaultPostgresTable, c.name).Scan(&typ, &nullable), c.name)
+			WHERE table_schema = $1 AND table_name = $2 AND column_name = $3`, schema, DefaultTable, c.name).Scan(&typ, &nullable), c.name)
 		types = append(types, c.name+" "+typ+" "+nullable)
 	}
 	assert.Equal(t, []string{

@@ -1,4 +1,4 @@
-package keystore_test
+package pgkeystore_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 	"github.com/idemkit/idem/keystore/storetest"
 )
 
@@ -21,8 +22,8 @@ func TestPostgresContract(t *testing.T) {
 func postgresOpener(dsn string) func(t *testing.T) keystore.Store {
 	return func(t *testing.T) keystore.Store {
 		t.Helper()
-		s, err := keystore.OpenPostgres(context.Background(), dsn,
-			&keystore.PostgresOptions{Schema: testenv.PostgresSchema(t, dsn, "idem_ksc_")})
+		s, err := pgkeystore.Open(context.Background(), dsn,
+			&pgkeystore.Options{Schema: testenv.PostgresSchema(t, dsn, "idem_ksc_")})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s

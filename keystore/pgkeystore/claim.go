@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -7,14 +7,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idem/keystore"
 )
 
-// Claim implements Claimer: it takes up to limit unclaimed unsettled
+// Claim implements keystore.Claimer: it takes up to limit unclaimed unsettled
 // (Pending or Accepted) records,
 // oldest first, for owner until lease from now on the database clock.
 // Damaged rows stay claimed (so they do not come back at once) and are
 // named in a *CorruptRecordsError returned with the others.
-func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration, limit int) ([]*Record, error) {
+func (p *Store) Claim(ctx context.Context, owner string, lease time.Duration, limit int) ([]*keystore.Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -33,7 +35,7 @@ func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration,
 		return nil, p.wrap("claim", err)
 	}
 	// UPDATE ... RETURNING comes back in no particular order.
-	slices.SortFunc(recs, func(a, b *Record) int {
+	slices.SortFunc(recs, func(a, b *keystore.Record) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -43,9 +45,9 @@ func (p *Postgres) Claim(ctx context.Context, owner string, lease time.Duration,
 	return recs, damaged.err()
 }
 
-// ClaimKey implements Claimer: it claims the record with key for owner
+// ClaimKey implements keystore.Claimer: it claims the record with key for owner
 // unless another owner's claim on it is live.
-func (p *Postgres) ClaimKey(ctx context.Context, key, owner string, lease time.Duration) (bool, error) {
+func (p *Store) ClaimKey(ctx context.Context, key, owner string, lease time.Duration) (bool, error) {
 	if err := p.checkOpen(); err != nil {
 		return false, err
 	}
@@ -57,7 +59,7 @@ func (p *Postgres) ClaimKey(ctx context.Context, key, owner string, lease time.D
 		return false, p.fail("claim", key, err)
 	}
 	if tag.RowsAffected() == 1 {
-		p.log.Debug("keystore: postgres claimed key", "owner", owner, "key", keyRef(key), "lease", lease)
+		p.log.Debug("keystore: postgres claimed key", "owner", owner, "key", keystore.KeyRef(key), "lease", lease)
 		return true, nil
 	}
 	if err := p.mustExist(ctx, "claim", key); err != nil {
@@ -66,9 +68,9 @@ func (p *Postgres) ClaimKey(ctx context.Context, key, owner string, lease time.D
 	return false, nil
 }
 
-// Unclaim implements Claimer: it releases owner's claim on key, if owner
+// Unclaim implements keystore.Claimer: it releases owner's claim on key, if owner
 // holds one.
-func (p *Postgres) Unclaim(ctx context.Context, key, owner string) error {
+func (p *Store) Unclaim(ctx context.Context, key, owner string) error {
 	if err := p.checkOpen(); err != nil {
 		return err
 	}
@@ -86,13 +88,13 @@ func (p *Postgres) Unclaim(ctx context.Context, key, owner string) error {
 }
 
 // mustExist returns ErrNotFound when no record has key.
-func (p *Postgres) mustExist(ctx context.Context, op, key string) error {
+func (p *Store) mustExist(ctx context.Context, op, key string) error {
 	ok, err := p.exists(ctx, key)
 	if err != nil {
 		return p.fail(op, key, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
+		return fmt.Errorf("%w: %s", keystore.ErrNotFound, keystore.KeyRef(key))
 	}
 	return nil
 }

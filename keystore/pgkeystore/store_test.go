@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/testenv"
+	"github.com/idemkit/idem/keystore"
 )
 
 // newPostgresTestSchema names a schema of its own for one test and drops it
@@ -28,21 +29,21 @@ func newPostgresTestSchema(tb testing.TB) string {
 
 // openPostgresIn opens a store (its own pool, like another process would)
 // on schema and closes it when the test ends.
-func openPostgresIn(tb testing.TB, schema string, opts *PostgresOptions) *Postgres {
+func openPostgresIn(tb testing.TB, schema string, opts *Options) *Store {
 	tb.Helper()
-	o := PostgresOptions{}
+	o := Options{}
 	if opts != nil {
 		o = *opts
 	}
 	o.Schema = schema
-	p, err := OpenPostgres(context.Background(), testenv.PostgresDSN(tb), &o)
+	p, err := Open(context.Background(), testenv.PostgresDSN(tb), &o)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = p.Close() })
 	return p
 }
 
 // openTestPostgres opens a store on a fresh schema.
-func openTestPostgres(tb testing.TB) *Postgres {
+func openTestPostgres(tb testing.TB) *Store {
 	tb.Helper()
 	return openPostgresIn(tb, newPostgresTestSchema(tb), nil)
 }
@@ -51,23 +52,23 @@ var pgTestEpoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // pendingRecord returns a pending record created i seconds after the
 // test epoch.
-func pendingRecord(i int) *Record {
+func pendingRecord(i int) *keystore.Record {
 	at := pgTestEpoch.Add(time.Duration(i) * time.Second)
-	return &Record{
+	return &keystore.Record{
 		Key:         fmt.Sprintf("key-%04d", i),
 		Method:      "POST",
 		URL:         "https://pay.example/v1/payments",
 		Header:      map[string][]string{"Content-Type": {"application/json"}},
 		Body:        []byte(fmt.Sprintf(`{"amount":%d}`, i)),
 		Fingerprint: fmt.Sprintf("fp-%d", i),
-		State:       Pending,
+		State:       keystore.Pending,
 		CreatedAt:   at,
 		UpdatedAt:   at,
 	}
 }
 
 // seedPending creates n pending records 0..n-1 and returns their keys.
-func seedPending(t *testing.T, s Store, n int) []string {
+func seedPending(t *testing.T, s keystore.Store, n int) []string {
 	t.Helper()
 	keys := make([]string, n)
 	for i := range n {
@@ -101,9 +102,9 @@ func TestPostgresRoundTrip(t *testing.T) {
 	assert.Equal(t, "order-42", got.Name)
 	assert.Nil(t, got.Response)
 
-	got.State = Succeeded
+	got.State = keystore.Succeeded
 	got.Attempts = 3
-	got.Response = &Response{Status: 201, Header: map[string][]string{"Location": {"/v1/payments/pay_1"}}, Body: []byte(`{"id":"pay_1"}`)}
+	got.Response = &keystore.Response{Status: 201, Header: map[string][]string{"Location": {"/v1/payments/pay_1"}}, Body: []byte(`{"id":"pay_1"}`)}
 	got.Operation = "/v1/operations/op_1"
 	got.LastError = "gateway timeout"
 	got.UpdatedAt = got.UpdatedAt.Add(time.Minute)
@@ -111,7 +112,7 @@ func TestPostgresRoundTrip(t *testing.T) {
 
 	again, err := p.GetByName(ctx, "order-42")
 	require.NoError(t, err)
-	assert.Equal(t, Succeeded, again.State)
+	assert.Equal(t, keystore.Succeeded, again.State)
 	assert.Equal(t, 3, again.Attempts)
 	assert.Equal(t, got.Response, again.Response)
 	assert.Equal(t, got.Operation, again.Operation)
@@ -128,7 +129,7 @@ func TestPostgresNilAndEmptyAreKeptApart(t *testing.T) {
 	withNil.Header, withNil.Body = nil, nil
 	withEmpty := pendingRecord(2)
 	withEmpty.Header, withEmpty.Body = map[string][]string{}, []byte{}
-	for _, r := range []*Record{withNil, withEmpty} {
+	for _, r := range []*keystore.Record{withNil, withEmpty} {
 		_, _, err := p.Create(ctx, r)
 		require.NoError(t, err)
 	}
@@ -163,14 +164,14 @@ func TestPostgresCreateConflicts(t *testing.T) {
 	require.NotNil(t, existing)
 	assert.Equal(t, first.Key, existing.Key)
 	_, err = p.Get(ctx, sameName.Key)
-	assert.ErrorIs(t, err, ErrNotFound, "a name conflict writes nothing")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "a name conflict writes nothing")
 
 	sameKey := pendingRecord(1)
 	sameKey.Name = "other"
 	_, _, err = p.Create(ctx, sameKey)
-	assert.ErrorIs(t, err, ErrDuplicateKey)
+	assert.ErrorIs(t, err, keystore.ErrDuplicateKey)
 	_, err = p.GetByName(ctx, "other")
-	assert.ErrorIs(t, err, ErrNotFound)
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
 
 	// Unnamed records never collide on the name.
 	for i := 10; i < 13; i++ {
@@ -184,7 +185,7 @@ func TestPostgresConcurrentCreatesOfOneNameAgree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	stores := []*Postgres{openPostgresIn(t, schema, nil), openPostgresIn(t, schema, nil)}
+	stores := []*Store{openPostgresIn(t, schema, nil), openPostgresIn(t, schema, nil)}
 
 	const n = 24
 	var wg sync.WaitGroup
@@ -213,7 +214,7 @@ func TestPostgresConcurrentCreatesOfOneNameAgree(t *testing.T) {
 		assert.Equal(t, keys[0], keys[i], "every caller sees the one record holding the name")
 	}
 	assert.Equal(t, 1, winners)
-	all, err := stores[0].List(ctx, Filter{})
+	all, err := stores[0].List(ctx, keystore.Filter{})
 	require.NoError(t, err)
 	assert.Len(t, all, 1)
 }
@@ -224,7 +225,7 @@ func TestPostgresUpdate(t *testing.T) {
 	p := openTestPostgres(t)
 
 	missing := pendingRecord(1)
-	assert.ErrorIs(t, p.Update(ctx, missing), ErrNotFound)
+	assert.ErrorIs(t, p.Update(ctx, missing), keystore.ErrNotFound)
 
 	r := pendingRecord(2)
 	r.Name = "payout-1"
@@ -245,40 +246,40 @@ func TestPostgresListAndPurge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	p := openPostgresIn(t, schema, &PostgresOptions{PurgeBatch: 7})
+	p := openPostgresIn(t, schema, &Options{PurgeBatch: 7})
 
 	cutoff := pgTestEpoch.Add(time.Hour)
 	for i := range 40 {
 		r := pendingRecord(i)
 		switch {
 		case i < 30: // old and final: purged, the named ones to tombstones
-			r.State = []State{Succeeded, Failed, Expired}[i%3]
+			r.State = []keystore.State{keystore.Succeeded, keystore.Failed, keystore.Expired}[i%3]
 			if i%2 == 0 {
 				r.Name = fmt.Sprintf("order-%d", i)
 			}
 		case i < 35: // old but pending: kept
 		default: // final but recent: kept
-			r.State = Succeeded
+			r.State = keystore.Succeeded
 			r.UpdatedAt = cutoff.Add(time.Minute)
 		}
 		_, _, err := p.Create(ctx, r)
 		require.NoError(t, err)
 	}
 
-	pending, err := p.List(ctx, Filter{States: []State{Pending}})
+	pending, err := p.List(ctx, keystore.Filter{States: []keystore.State{keystore.Pending}})
 	require.NoError(t, err)
 	require.Len(t, pending, 5)
 	for i, r := range pending {
 		assert.Equal(t, pendingRecord(30+i).Key, r.Key, "oldest first")
 	}
-	early, err := p.List(ctx, Filter{CreatedBefore: pgTestEpoch.Add(3 * time.Second)})
+	early, err := p.List(ctx, keystore.Filter{CreatedBefore: pgTestEpoch.Add(3 * time.Second)})
 	require.NoError(t, err)
 	assert.Len(t, early, 3, "CreatedBefore is strict")
 
-	res, err := p.Purge(ctx, PurgeRequest{OlderThan: cutoff})
+	res, err := p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff})
 	require.NoError(t, err)
-	assert.Equal(t, PurgeResult{Deleted: 15, Tombstoned: 15}, res, "purge keeps going batch after batch")
-	left, err := p.List(ctx, Filter{})
+	assert.Equal(t, keystore.PurgeResult{Deleted: 15, Tombstoned: 15}, res, "purge keeps going batch after batch")
+	left, err := p.List(ctx, keystore.Filter{})
 	require.NoError(t, err)
 	assert.Len(t, left, 25)
 	tomb, err := p.GetByName(ctx, "order-4")
@@ -286,14 +287,14 @@ func TestPostgresListAndPurge(t *testing.T) {
 	assert.Equal(t, pendingRecord(4).Key, tomb.Key)
 	assert.False(t, tomb.Purged.IsZero())
 	assert.Nil(t, tomb.Body)
-	res, err = p.Purge(ctx, PurgeRequest{OlderThan: cutoff})
+	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff})
 	require.NoError(t, err)
 	assert.Zero(t, res, "tombstones stay until the retention cutoff passes")
 
-	res, err = p.Purge(ctx, PurgeRequest{OlderThan: cutoff, KeepNamesAfter: cutoff})
+	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff, KeepNamesAfter: cutoff})
 	require.NoError(t, err)
-	assert.Equal(t, PurgeResult{Deleted: 15}, res)
-	left, err = p.List(ctx, Filter{})
+	assert.Equal(t, keystore.PurgeResult{Deleted: 15}, res)
+	left, err = p.List(ctx, keystore.Filter{})
 	require.NoError(t, err)
 	assert.Len(t, left, 10)
 }
@@ -330,16 +331,16 @@ func TestPostgresClosed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
 
-	assert.ErrorIs(t, p.Close(), ErrClosed)
+	assert.ErrorIs(t, p.Close(), keystore.ErrClosed)
 	_, err = p.Get(ctx, "key-0001")
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, keystore.ErrClosed)
 	_, _, err = p.Create(ctx, pendingRecord(2))
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, keystore.ErrClosed)
 	_, err = p.Claim(ctx, "w1", time.Minute, 1)
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, keystore.ErrClosed)
 	_, err = p.ClaimKey(ctx, "key-0001", "w1", time.Minute)
-	assert.ErrorIs(t, err, ErrClosed)
-	assert.ErrorIs(t, p.Unclaim(ctx, "key-0001", "w1"), ErrClosed)
+	assert.ErrorIs(t, err, keystore.ErrClosed)
+	assert.ErrorIs(t, p.Unclaim(ctx, "key-0001", "w1"), keystore.ErrClosed)
 }
 
 func TestPostgresSurvivesReopen(t *testing.T) {
@@ -364,7 +365,7 @@ func TestPostgresConcurrentOpenersOfOneSchema(t *testing.T) {
 	errs := make([]error, 6)
 	for i := range errs {
 		wg.Go(func() {
-			p, err := OpenPostgres(context.Background(), testenv.PostgresDSN(t), &PostgresOptions{Schema: schema})
+			p, err := Open(context.Background(), testenv.PostgresDSN(t), &Options{Schema: schema})
 			errs[i] = err
 			if err == nil {
 				_ = p.Close()
@@ -387,8 +388,8 @@ func TestPostgresRefusesForeignTable(t *testing.T) {
 	_, err = conn.Exec(ctx, `CREATE SCHEMA `+schema+`; CREATE TABLE `+schema+`.intents (id integer PRIMARY KEY)`)
 	require.NoError(t, err)
 
-	_, err = OpenPostgres(ctx, testenv.PostgresDSN(t), &PostgresOptions{Schema: schema})
-	assert.ErrorIs(t, err, ErrCorrupt)
+	_, err = Open(ctx, testenv.PostgresDSN(t), &Options{Schema: schema})
+	assert.ErrorIs(t, err, keystore.ErrCorrupt)
 }
 
 func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
@@ -423,7 +424,7 @@ func TestPostgresOpensWithoutCreatePrivilege(t *testing.T) {
 	require.NoError(t, err)
 
 	u.User = url.UserPassword(role, password)
-	p, err := OpenPostgres(ctx, u.String(), &PostgresOptions{Schema: schema})
+	p, err := Open(ctx, u.String(), &Options{Schema: schema})
 	require.NoError(t, err, "opening an existing keystore needs no CREATE privilege")
 	defer func() { _ = p.Close() }()
 	_, created, err := p.Create(ctx, pendingRecord(1))
@@ -438,29 +439,29 @@ func TestPostgresPoolSize(t *testing.T) {
 	t.Parallel()
 	schema := newPostgresTestSchema(t)
 	// The test DSN caps pools; the default shows on a DSN without the cap.
-	p, err := OpenPostgres(context.Background(), testenv.DirectDSN(testenv.PostgresDSN(t)), &PostgresOptions{Schema: schema})
+	p, err := Open(context.Background(), testenv.DirectDSN(testenv.PostgresDSN(t)), &Options{Schema: schema})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
-	assert.Equal(t, DefaultPostgresMaxConns, p.pool.Stat().MaxConns(), "the default pool covers concurrent calls, not CPUs")
-	p = openPostgresIn(t, schema, &PostgresOptions{MaxConns: 5})
+	assert.Equal(t, DefaultMaxConns, p.pool.Stat().MaxConns(), "the default pool covers concurrent calls, not CPUs")
+	p = openPostgresIn(t, schema, &Options{MaxConns: 5})
 	assert.Equal(t, int32(5), p.pool.Stat().MaxConns())
 }
 
 func TestPostgresBadOptions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, opts := range []*PostgresOptions{
+	for _, opts := range []*Options{
 		{Schema: "Payments"},
 		{Schema: "idem; DROP TABLE x"},
 		{Table: "1intents"},
 		{Table: "a_table_name_that_is_far_too_long_to_leave_room_for_indexes"},
 		{ConnectTimeout: -time.Second},
 	} {
-		_, err := OpenPostgres(ctx, "postgres://postgres@127.0.0.1:1/test", opts)
+		_, err := Open(ctx, "postgres://postgres@127.0.0.1:1/test", opts)
 		assert.Error(t, err, "%+v", opts)
 		assert.NotContains(t, fmt.Sprint(err), "cannot reach", "options are checked before connecting")
 	}
-	_, err := OpenPostgres(ctx, "postgres://postgres@127.0.0.1:notaport/test", nil)
+	_, err := Open(ctx, "postgres://postgres@127.0.0.1:notaport/test", nil)
 	assert.ErrorContains(t, err, "invalid DSN")
 }
 
@@ -470,7 +471,7 @@ func TestPostgresUnreachable(t *testing.T) {
 
 	t.Run("connection refused", func(t *testing.T) {
 		t.Parallel()
-		_, err := OpenPostgres(ctx, "postgres://postgres@"+testenv.ClosedAddr(t)+"/test?sslmode=disable", nil)
+		_, err := Open(ctx, "postgres://postgres@"+testenv.ClosedAddr(t)+"/test?sslmode=disable", nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "cannot reach 127.0.0.1")
 	})
@@ -503,8 +504,8 @@ func TestPostgresUnreachable(t *testing.T) {
 			held.Wait()
 		})
 
-		_, err = OpenPostgres(ctx, "postgres://postgres@"+ln.Addr().String()+"/test?sslmode=disable",
-			&PostgresOptions{ConnectTimeout: 200 * time.Millisecond})
+		_, err = Open(ctx, "postgres://postgres@"+ln.Addr().String()+"/test?sslmode=disable",
+			&Options{ConnectTimeout: 200 * time.Millisecond})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "cannot reach 127.0.0.1")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)

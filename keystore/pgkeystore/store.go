@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -12,24 +12,25 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/internal/pgpool"
+	"github.com/idemkit/idem/keystore"
 )
 
-// Defaults of PostgresOptions.
+// Defaults of Options.
 const (
-	DefaultPostgresSchema         = "idem"
-	DefaultPostgresTable          = "intents"
-	DefaultPostgresConnectTimeout = 5 * time.Second
-	DefaultPostgresPurgeBatch     = 500
-	// DefaultPostgresMaxConns is the pool size when neither MaxConns nor
+	DefaultSchema         = "idem"
+	DefaultTable          = "intents"
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultPurgeBatch     = 500
+	// DefaultMaxConns is the pool size when neither MaxConns nor
 	// the DSN's pool_max_conns sets one: enough for 16 calls in flight.
 	// Calls wait on round trips and commits, not on CPUs, so pgxpool's
 	// own default, the larger of 4 and the number of CPUs, would queue
 	// concurrent Begins on a small machine.
-	DefaultPostgresMaxConns = pgpool.DefaultMaxConns
+	DefaultMaxConns = pgpool.DefaultMaxConns
 )
 
-// PostgresOptions tune OpenPostgres. The zero value (or nil) is ready to use.
-type PostgresOptions struct {
+// Options tune Open. The zero value (or nil) is ready to use.
+type Options struct {
 	// Schema holds the keystore table; created if absent. Default "idem".
 	// Lower-case letters, digits and underscores, at most 48 characters.
 	Schema string
@@ -44,21 +45,32 @@ type PostgresOptions struct {
 	// instead of hanging. Default 5 s.
 	ConnectTimeout time.Duration
 	// MaxConns is the size of the connection pool. 0 takes the DSN's
-	// pool_max_conns if it sets one, else DefaultPostgresMaxConns.
+	// pool_max_conns if it sets one, else DefaultMaxConns.
 	MaxConns int32
 	// PurgeBatch is how many records one Purge statement deletes at most,
 	// so a large purge never holds locks on the whole table. Default 500.
 	PurgeBatch int
+	// NoCreate makes Open fail with ErrNoKeystore, creating nothing, when
+	// the schema or the table does not exist, for a program that only
+	// inspects an existing keystore (the idem command's intents
+	// commands): a mistyped schema, table or database is then an error,
+	// not a new empty keystore. A table that predates some columns still
+	// gets them (see Open).
+	NoCreate bool
 }
 
-// Postgres is a Store in a PostgreSQL table that several processes share.
-// It also implements Claimer, so workers on different hosts can resume
+// ErrNoKeystore is Open's error, with Options.NoCreate, when the schema
+// or the table does not exist.
+var ErrNoKeystore = errors.New("keystore: postgres: no idem keystore")
+
+// Store is a keystore.Store in a PostgreSQL table that several processes share.
+// It also implements keystore.Claimer, so workers on different hosts can resume
 // pending intents without sending one twice at the same time.
 //
 // Durability: every write is a committed statement (autocommit) by the time
 // its method returns; how durable a commit is follows the server's
 // synchronous_commit setting. Times are stored with microsecond precision.
-type Postgres struct {
+type Store struct {
 	pool       *pgxpool.Pool
 	sql        postgresSQL
 	log        *slog.Logger
@@ -67,15 +79,16 @@ type Postgres struct {
 }
 
 var (
-	_ Store   = (*Postgres)(nil)
-	_ Claimer = (*Postgres)(nil)
+	_ keystore.Store   = (*Store)(nil)
+	_ keystore.Claimer = (*Store)(nil)
 )
 
-// OpenPostgres connects to the database at dsn (a postgres:// URL or a
+// Open connects to the database at dsn (a postgres:// URL or a
 // key=value string), creates the keystore schema and table if they do not
-// exist and returns the store. Processes may open the same keystore at the
+// exist (unless opts.NoCreate), adds the columns an older table lacks, and
+// returns the store. Processes may open the same keystore at the
 // same time. opts may be nil.
-func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Postgres, error) {
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	o, err := normalizePostgresOptions(opts)
 	if err != nil {
 		return nil, err
@@ -91,13 +104,13 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("keystore: postgres: cannot reach %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+		return nil, fmt.Errorf("keystore: postgres: cannot reach %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, oneLine(err))
 	}
-	if err := ensurePostgresSchema(ctx, pool, o.Schema, o.Table); err != nil {
+	if err := ensurePostgresSchema(ctx, pool, o.Schema, o.Table, !o.NoCreate); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	p := &Postgres{
+	p := &Store{
 		pool:       pool,
 		sql:        newPostgresSQL(o.Schema, o.Table),
 		log:        o.Logger,
@@ -108,16 +121,16 @@ func OpenPostgres(ctx context.Context, dsn string, opts *PostgresOptions) (*Post
 }
 
 // normalizePostgresOptions fills in defaults and rejects bad names.
-func normalizePostgresOptions(opts *PostgresOptions) (PostgresOptions, error) {
-	var o PostgresOptions
+func normalizePostgresOptions(opts *Options) (Options, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.Schema == "" {
-		o.Schema = DefaultPostgresSchema
+		o.Schema = DefaultSchema
 	}
 	if o.Table == "" {
-		o.Table = DefaultPostgresTable
+		o.Table = DefaultTable
 	}
 	for _, n := range []struct{ what, name string }{{"schema", o.Schema}, {"table", o.Table}} {
 		if !postgresIdentifier.MatchString(n.name) {
@@ -131,10 +144,10 @@ func normalizePostgresOptions(opts *PostgresOptions) (PostgresOptions, error) {
 		return o, errors.New("keystore: postgres: ConnectTimeout, MaxConns and PurgeBatch must not be negative")
 	}
 	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = DefaultPostgresConnectTimeout
+		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	if o.PurgeBatch == 0 {
-		o.PurgeBatch = DefaultPostgresPurgeBatch
+		o.PurgeBatch = DefaultPurgeBatch
 	}
 	return o, nil
 }
@@ -149,7 +162,7 @@ func normalizePostgresOptions(opts *PostgresOptions) (PostgresOptions, error) {
 // committed winner, so both callers agree on one record. The winner could
 // vanish between the two statements (updated and purged, or deleted by an
 // operator); then the insert is simply tried again.
-func (p *Postgres) Create(ctx context.Context, r *Record) (*Record, bool, error) {
+func (p *Store) Create(ctx context.Context, r *keystore.Record) (*keystore.Record, bool, error) {
 	if err := p.checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
@@ -158,7 +171,7 @@ func (p *Postgres) Create(ctx context.Context, r *Record) (*Record, bool, error)
 
 // create runs insert, a statement that inserts r with args unless its key
 // or name is taken, and works out the outcome as Create describes.
-func (p *Postgres) create(ctx context.Context, r *Record, insert string, args []any) (*Record, bool, error) {
+func (p *Store) create(ctx context.Context, r *keystore.Record, insert string, args []any) (*keystore.Record, bool, error) {
 	for range 3 {
 		tag, err := p.pool.Exec(ctx, insert, args...)
 		if err != nil {
@@ -172,7 +185,7 @@ func (p *Postgres) create(ctx context.Context, r *Record, insert string, args []
 			if err == nil {
 				return existing, false, nil
 			}
-			if !errors.Is(err, ErrNotFound) {
+			if !errors.Is(err, keystore.ErrNotFound) {
 				return nil, false, err
 			}
 		}
@@ -181,20 +194,20 @@ func (p *Postgres) create(ctx context.Context, r *Record, insert string, args []
 			return nil, false, p.fail("create", r.Key, err)
 		}
 		if exists {
-			return nil, false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(r.Key))
+			return nil, false, fmt.Errorf("%w: %s", keystore.ErrDuplicateKey, keystore.KeyRef(r.Key))
 		}
 	}
-	return nil, false, fmt.Errorf("keystore: postgres: create %s: the conflicting record kept disappearing under concurrent writers; try again", keyRef(r.Key))
+	return nil, false, fmt.Errorf("keystore: postgres: create %s: the conflicting record kept disappearing under concurrent writers; try again", keystore.KeyRef(r.Key))
 }
 
 // Get returns the record with key, or ErrNotFound.
-func (p *Postgres) Get(ctx context.Context, key string) (*Record, error) {
+func (p *Store) Get(ctx context.Context, key string) (*keystore.Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
 	}
 	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByKey, key))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
+		return nil, fmt.Errorf("%w: %s", keystore.ErrNotFound, keystore.KeyRef(key))
 	}
 	if err != nil {
 		return nil, p.fail("get", key, err)
@@ -204,16 +217,16 @@ func (p *Postgres) Get(ctx context.Context, key string) (*Record, error) {
 
 // GetByName returns the record with name, or ErrNotFound. The empty name
 // names no record.
-func (p *Postgres) GetByName(ctx context.Context, name string) (*Record, error) {
+func (p *Store) GetByName(ctx context.Context, name string) (*keystore.Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
 	}
 	if name == "" {
-		return nil, fmt.Errorf("%w: empty name", ErrNotFound)
+		return nil, fmt.Errorf("%w: empty name", keystore.ErrNotFound)
 	}
 	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByName, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: no record with that name", ErrNotFound)
+		return nil, fmt.Errorf("%w: no record with that name", keystore.ErrNotFound)
 	}
 	if err != nil {
 		return nil, p.wrap("get by name", err)
@@ -224,9 +237,9 @@ func (p *Postgres) GetByName(ctx context.Context, name string) (*Record, error) 
 // Update replaces the record with r.Key; ErrNotFound if absent. A record's
 // name is fixed for life: an Update that changes it is an error. A
 // settled record is never changed into another state (ErrSettled, see
-// Store): the UPDATE itself checks the stored state. Claims on the record
+// keystore.Store): the UPDATE itself checks the stored state. Claims on the record
 // are left as they are and not checked; see UpdateClaimed.
-func (p *Postgres) Update(ctx context.Context, r *Record) error {
+func (p *Store) Update(ctx context.Context, r *keystore.Record) error {
 	if err := p.checkWrite(ctx, "update", r); err != nil {
 		return err
 	}
@@ -236,7 +249,7 @@ func (p *Postgres) Update(ctx context.Context, r *Record) error {
 // List returns the records matching f, oldest first. Rows that fail
 // their checksum are left out and named in a *CorruptRecordsError
 // returned with the others.
-func (p *Postgres) List(ctx context.Context, f Filter) ([]*Record, error) {
+func (p *Store) List(ctx context.Context, f keystore.Filter) ([]*keystore.Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -267,8 +280,8 @@ func (p *Postgres) List(ctx context.Context, f Filter) ([]*Record, error) {
 // deletes what goes for good, then it replaces the rest by tombstones,
 // each batch a transaction. Records another transaction holds locked are
 // left for a later purge.
-func (p *Postgres) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
-	var res PurgeResult
+func (p *Store) Purge(ctx context.Context, req keystore.PurgeRequest) (keystore.PurgeResult, error) {
+	var res keystore.PurgeResult
 	if err := p.checkOpen(); err != nil {
 		return res, err
 	}
@@ -309,7 +322,7 @@ func (p *Postgres) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, er
 // with keys after after, in one transaction, and returns how many, the
 // last key it looked at ("" when there are no more) and the damaged rows
 // it left alone.
-func (p *Postgres) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, corruptRecords, error) {
+func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, corruptRecords, error) {
 	var n int
 	var last string
 	var damaged corruptRecords
@@ -346,15 +359,15 @@ func (p *Postgres) tombstoneBatch(ctx context.Context, olderThan time.Time, keep
 
 // Close closes the connection pool. Later calls, Close included, fail with
 // ErrClosed; calls in flight are cut off.
-func (p *Postgres) Close() error {
+func (p *Store) Close() error {
 	if p.closed.Swap(true) {
-		return ErrClosed
+		return keystore.ErrClosed
 	}
 	p.pool.Close()
 	return nil
 }
 
-func (p *Postgres) exists(ctx context.Context, key string) (bool, error) {
+func (p *Store) exists(ctx context.Context, key string) (bool, error) {
 	var ok bool
 	err := p.pool.QueryRow(ctx, p.sql.exists, key).Scan(&ok)
 	return ok, err
@@ -362,33 +375,33 @@ func (p *Postgres) exists(ctx context.Context, key string) (bool, error) {
 
 // checkWrite validates a record for Create or Update: the checks every
 // store makes, then what Postgres text columns cannot hold.
-func (p *Postgres) checkWrite(ctx context.Context, op string, r *Record) error {
+func (p *Store) checkWrite(ctx context.Context, op string, r *keystore.Record) error {
 	if err := p.checkOpen(); err != nil {
 		return err
 	}
-	if err := checkWrite(ctx, op, r); err != nil {
+	if err := keystore.CheckWrite(ctx, op, r); err != nil {
 		return err
 	}
 	return validatePostgresRecord(r)
 }
 
-func (p *Postgres) checkOpen() error {
+func (p *Store) checkOpen() error {
 	if p.closed.Load() {
-		return ErrClosed
+		return keystore.ErrClosed
 	}
 	return nil
 }
 
 // wrap adds the operation to err, or turns it into ErrClosed when the pool
 // was closed under the call.
-func (p *Postgres) wrap(op string, err error) error {
+func (p *Store) wrap(op string, err error) error {
 	if p.closed.Load() {
-		return fmt.Errorf("%w: %s interrupted: %w", ErrClosed, op, err)
+		return fmt.Errorf("%w: %s interrupted: %w", keystore.ErrClosed, op, err)
 	}
 	return fmt.Errorf("keystore: postgres: %s: %w", op, err)
 }
 
 // fail is wrap for operations on one key.
-func (p *Postgres) fail(op, key string, err error) error {
-	return p.wrap(op+" "+keyRef(key), err)
+func (p *Store) fail(op, key string, err error) error {
+	return p.wrap(op+" "+keystore.KeyRef(key), err)
 }

@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // FuzzPostgresRoundTrip stores records with arbitrary names, bodies and
@@ -38,14 +40,14 @@ func FuzzPostgresRoundTrip(f *testing.F) {
 		if postgresText(name) != name {
 			require.Error(t, err, "a name Postgres cannot hold is refused")
 			_, getErr := p.Get(ctx, r.Key)
-			assert.True(t, errors.Is(getErr, ErrNotFound), "a refused record is not stored")
+			assert.True(t, errors.Is(getErr, keystore.ErrNotFound), "a refused record is not stored")
 			return
 		}
 		require.NoError(t, err)
 		got, err := p.Get(ctx, r.Key)
 		if !created {
 			// The name was taken by an earlier input: nothing was written.
-			assert.ErrorIs(t, err, ErrNotFound)
+			assert.ErrorIs(t, err, keystore.ErrNotFound)
 			return
 		}
 		require.NoError(t, err)

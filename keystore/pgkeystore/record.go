@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"encoding/json"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // postgresRecordColumns lists a record's columns in the order
@@ -113,7 +115,7 @@ func newPostgresSQL(schema, table string) postgresSQL {
 
 // postgresRecordArgs returns r's column values in postgresRecordColumns
 // order.
-func postgresRecordArgs(r *Record) []any {
+func postgresRecordArgs(r *keystore.Record) []any {
 	var name *string
 	if r.Name != "" {
 		name = &r.Name
@@ -146,9 +148,9 @@ func postgresRecordArgs(r *Record) []any {
 // scanPostgresRecord reads one row of postgresRecordColumns. A row that
 // does not decode or fails its checksum is ErrCorrupt; then the record
 // returned holds only its key, so a scan of many rows can name it.
-func scanPostgresRecord(row pgx.Row) (*Record, error) {
+func scanPostgresRecord(row pgx.Row) (*keystore.Record, error) {
 	var (
-		r                  Record
+		r                  keystore.Record
 		name               *string
 		state              string
 		header, respHeader []byte
@@ -167,8 +169,8 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	damaged := func(err error) (*Record, error) {
-		return &Record{Key: r.Key}, fmt.Errorf("record %s: %w", keyRef(r.Key), err)
+	damaged := func(err error) (*keystore.Record, error) {
+		return &keystore.Record{Key: r.Key}, fmt.Errorf("record %s: %w", keystore.KeyRef(r.Key), err)
 	}
 	if name != nil {
 		r.Name = *name
@@ -176,7 +178,7 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 	if len(secretHeaders) > 0 {
 		r.SecretHeaders = secretHeaders
 	}
-	r.State = State(state)
+	r.State = keystore.State(state)
 	if acceptedAt != nil {
 		r.AcceptedAt = *acceptedAt
 	}
@@ -187,7 +189,7 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 		return damaged(err)
 	}
 	if status != nil {
-		r.Response = &Response{Status: *status, Body: respBody}
+		r.Response = &keystore.Response{Status: *status, Body: respBody}
 		if r.Response.Header, err = parsePostgresHeader(respHeader); err != nil {
 			return damaged(err)
 		}
@@ -203,7 +205,7 @@ func scanPostgresRecord(row pgx.Row) (*Record, error) {
 
 // collectPostgresRecords reads every row of rows, leaving the damaged ones
 // out and naming them in bad. last is the key of the last row read.
-func collectPostgresRecords(rows pgx.Rows) (out []*Record, bad corruptRecords, last string, err error) {
+func collectPostgresRecords(rows pgx.Rows) (out []*keystore.Record, bad corruptRecords, last string, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		r, err := scanPostgresRecord(rows)
@@ -211,7 +213,7 @@ func collectPostgresRecords(rows pgx.Rows) (out []*Record, bad corruptRecords, l
 			last = r.Key
 		}
 		switch {
-		case errors.Is(err, ErrCorrupt) && r != nil:
+		case errors.Is(err, keystore.ErrCorrupt) && r != nil:
 			bad.add(r.Key, err)
 		case err != nil:
 			return nil, bad, "", err
@@ -226,7 +228,7 @@ func collectPostgresRecords(rows pgx.Rows) (out []*Record, bad corruptRecords, l
 // an empty one stays NULL, as Clone and the bbolt encoding drop it too.
 // Times are stored in UTC, and the free text is cleaned as postgresText
 // cleans it: a person's note must never keep a verdict from being stored.
-func postgresReconciliationsJSON(trail []Reconciliation) []byte {
+func postgresReconciliationsJSON(trail []keystore.Reconciliation) []byte {
 	if len(trail) == 0 {
 		return nil
 	}
@@ -237,13 +239,13 @@ func postgresReconciliationsJSON(trail []Reconciliation) []byte {
 }
 
 // storedPostgresReconciliations is trail as its jsonb column holds it.
-func storedPostgresReconciliations(trail []Reconciliation) []Reconciliation {
+func storedPostgresReconciliations(trail []keystore.Reconciliation) []keystore.Reconciliation {
 	if len(trail) == 0 {
 		return nil
 	}
-	out := make([]Reconciliation, len(trail))
+	out := make([]keystore.Reconciliation, len(trail))
 	for i, v := range trail {
-		out[i] = Reconciliation{
+		out[i] = keystore.Reconciliation{
 			Outcome: postgresText(v.Outcome),
 			Source:  postgresText(v.Source),
 			By:      postgresText(v.By),
@@ -254,13 +256,13 @@ func storedPostgresReconciliations(trail []Reconciliation) []Reconciliation {
 	return out
 }
 
-func parsePostgresReconciliations(b []byte) ([]Reconciliation, error) {
+func parsePostgresReconciliations(b []byte) ([]keystore.Reconciliation, error) {
 	if b == nil {
 		return nil, nil
 	}
-	var trail []Reconciliation
+	var trail []keystore.Reconciliation
 	if err := json.Unmarshal(b, &trail); err != nil {
-		return nil, fmt.Errorf("%w: reconciliations column: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: reconciliations column: %w", keystore.ErrCorrupt, err)
 	}
 	if len(trail) == 0 {
 		return nil, nil
@@ -297,7 +299,7 @@ func parsePostgresHeader(b []byte) (http.Header, error) {
 	}
 	var h http.Header
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("%w: header column: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: header column: %w", keystore.ErrCorrupt, err)
 	}
 	return h, nil
 }
@@ -315,7 +317,7 @@ func postgresText(s string) string {
 
 // validatePostgresRecord rejects what Postgres cannot store exactly in the
 // fields that identify an intent.
-func validatePostgresRecord(r *Record) error {
+func validatePostgresRecord(r *keystore.Record) error {
 	for _, f := range []struct{ name, value string }{
 		{"key", r.Key}, {"name", r.Name}, {"method", r.Method}, {"url", r.URL},
 		{"fingerprint", r.Fingerprint}, {"state", string(r.State)}, {"host", r.Host},
@@ -337,7 +339,7 @@ func validatePostgresRecord(r *Record) error {
 // storedPostgresRecord is r as a read would return it: a deep copy with
 // times at the microsecond precision of timestamptz and free text cleaned
 // as postgresText cleans it.
-func storedPostgresRecord(r *Record) *Record {
+func storedPostgresRecord(r *keystore.Record) *keystore.Record {
 	c := r.Clone()
 	c.CreatedAt = truncatePostgresTime(c.CreatedAt)
 	c.UpdatedAt = truncatePostgresTime(c.UpdatedAt)

@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // The fault this guards against: worker A's lease lapsed, B took the
@@ -30,27 +32,27 @@ func TestPostgresLapsedClaimCannotOverwrite(t *testing.T) {
 		return err == nil && ok
 	}, 5*time.Second, 10*time.Millisecond, "A's lease lapses and B takes over")
 	done := r.Clone()
-	done.State, done.Attempts, done.UpdatedAt = Succeeded, 1, r.UpdatedAt.Add(time.Second)
-	done.Response = &Response{Status: 201, Header: http.Header{"Location": {"/pay/1"}}, Body: []byte(`{"id":"pay_1"}`)}
+	done.State, done.Attempts, done.UpdatedAt = keystore.Succeeded, 1, r.UpdatedAt.Add(time.Second)
+	done.Response = &keystore.Response{Status: 201, Header: http.Header{"Location": {"/pay/1"}}, Body: []byte(`{"id":"pay_1"}`)}
 	require.NoError(t, b.UpdateClaimed(ctx, done, "B"))
 
 	late := r.Clone()
 	late.Attempts, late.LastError, late.UpdatedAt = 1, "gave up", r.UpdatedAt.Add(2*time.Second)
 	err = a.UpdateClaimed(ctx, late, "A")
-	require.ErrorIs(t, err, ErrClaimLost)
-	assert.ErrorContains(t, err, keyRef(r.Key))
+	require.ErrorIs(t, err, keystore.ErrClaimLost)
+	assert.ErrorContains(t, err, keystore.KeyRef(r.Key))
 	assert.NotContains(t, err.Error(), r.Key)
-	assert.ErrorIs(t, a.Update(ctx, late), ErrSettled, "unfenced, the downgrade is refused all the same")
+	assert.ErrorIs(t, a.Update(ctx, late), keystore.ErrSettled, "unfenced, the downgrade is refused all the same")
 
 	got, err := a.Get(ctx, r.Key)
 	require.NoError(t, err)
-	assert.Equal(t, Succeeded, got.State)
+	assert.Equal(t, keystore.Succeeded, got.State)
 	assert.Equal(t, done.Response, got.Response, "B's answer is intact")
 
 	// After B releases, A's claim is still gone: B may have written.
 	require.NoError(t, b.Unclaim(ctx, r.Key, "B"))
-	assert.ErrorIs(t, a.UpdateClaimed(ctx, done, "A"), ErrClaimLost)
-	assert.ErrorIs(t, a.UpdateClaimed(ctx, pendingRecord(99), "A"), ErrNotFound)
+	assert.ErrorIs(t, a.UpdateClaimed(ctx, done, "A"), keystore.ErrClaimLost)
+	assert.ErrorIs(t, a.UpdateClaimed(ctx, pendingRecord(99), "A"), keystore.ErrNotFound)
 }
 
 func TestPostgresUpdateClaimedByTheHolder(t *testing.T) {
@@ -61,7 +63,7 @@ func TestPostgresUpdateClaimedByTheHolder(t *testing.T) {
 	r.Name = "order-1"
 	_, _, err := p.Create(ctx, r)
 	require.NoError(t, err)
-	assert.ErrorIs(t, p.UpdateClaimed(ctx, r, "A"), ErrClaimLost, "no claim is not a claim")
+	assert.ErrorIs(t, p.UpdateClaimed(ctx, r, "A"), keystore.ErrClaimLost, "no claim is not a claim")
 
 	ok, err := p.ClaimKey(ctx, r.Key, "A", 50*time.Millisecond)
 	require.NoError(t, err)
@@ -76,12 +78,12 @@ func TestPostgresUpdateClaimedByTheHolder(t *testing.T) {
 	renamed.Name = "order-2"
 	assert.ErrorContains(t, p.UpdateClaimed(ctx, renamed, "A"), "name is immutable")
 	done := r.Clone()
-	done.State = Failed
+	done.State = keystore.Failed
 	require.NoError(t, p.UpdateClaimed(ctx, done, "A"))
-	assert.ErrorIs(t, p.UpdateClaimed(ctx, r, "A"), ErrSettled)
+	assert.ErrorIs(t, p.UpdateClaimed(ctx, r, "A"), keystore.ErrSettled)
 	got, err := p.Get(ctx, r.Key)
 	require.NoError(t, err)
-	assert.Equal(t, Failed, got.State)
+	assert.Equal(t, keystore.Failed, got.State)
 	assert.Equal(t, 2, got.Attempts)
 }
 
@@ -118,9 +120,9 @@ func TestPostgresCreateClaimed(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, created)
 	assert.Equal(t, r.Key, existing.Key)
-	assert.ErrorIs(t, other.UpdateClaimed(ctx, r, "loop"), ErrClaimLost)
+	assert.ErrorIs(t, other.UpdateClaimed(ctx, r, "loop"), keystore.ErrClaimLost)
 	_, _, err = other.CreateClaimed(ctx, pendingRecord(1), "loop", time.Minute)
-	assert.ErrorIs(t, err, ErrDuplicateKey)
+	assert.ErrorIs(t, err, keystore.ErrDuplicateKey)
 
 	// A short lease runs out like any claim.
 	short := pendingRecord(3)
@@ -136,5 +138,5 @@ func TestPostgresCreateClaimed(t *testing.T) {
 	_, _, err = creator.CreateClaimed(ctx, pendingRecord(4), "creator", 0)
 	assert.Error(t, err, "no lease")
 	_, err = creator.Get(ctx, pendingRecord(4).Key)
-	assert.ErrorIs(t, err, ErrNotFound, "refused claims write nothing")
+	assert.ErrorIs(t, err, keystore.ErrNotFound, "refused claims write nothing")
 }

@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 func TestPostgresClaimEveryRecordExactlyOnce(t *testing.T) {
@@ -16,15 +18,15 @@ func TestPostgresClaimEveryRecordExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
 	// Two pools stand for two processes on different hosts.
-	stores := []*Postgres{openPostgresIn(t, schema, nil), openPostgresIn(t, schema, nil)}
+	stores := []*Store{openPostgresIn(t, schema, nil), openPostgresIn(t, schema, nil)}
 	keys := seedPending(t, stores[0], 200)
 	final := pendingRecord(500)
-	final.State = Succeeded
+	final.State = keystore.Succeeded
 	_, _, err := stores[0].Create(ctx, final)
 	require.NoError(t, err)
 
 	const workers = 8
-	claimed := make([][]*Record, workers)
+	claimed := make([][]*keystore.Record, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -50,7 +52,7 @@ func TestPostgresClaimEveryRecordExactlyOnce(t *testing.T) {
 		require.NoError(t, errs[w])
 		for _, r := range claimed[w] {
 			times[r.Key]++
-			assert.Equal(t, Pending, r.State)
+			assert.Equal(t, keystore.Pending, r.State)
 		}
 	}
 	assert.Len(t, times, len(keys), "every pending record was claimed")
@@ -69,10 +71,10 @@ func TestPostgresClaimTakesAcceptedRecords(t *testing.T) {
 	ctx := context.Background()
 	p := openPostgresIn(t, newPostgresTestSchema(t), nil)
 	accepted := pendingRecord(1)
-	accepted.State = Accepted
+	accepted.State = keystore.Accepted
 	failed := pendingRecord(2)
-	failed.State = Failed
-	for _, r := range []*Record{accepted, failed} {
+	failed.State = keystore.Failed
+	for _, r := range []*keystore.Record{accepted, failed} {
 		_, _, err := p.Create(ctx, r)
 		require.NoError(t, err)
 	}
@@ -152,15 +154,15 @@ func TestPostgresClaimKeyIsExclusive(t *testing.T) {
 	assert.True(t, ok)
 
 	_, err = a.ClaimKey(ctx, "no-such-key", "a", time.Minute)
-	assert.ErrorIs(t, err, ErrNotFound)
-	assert.ErrorIs(t, a.Unclaim(ctx, "no-such-key", "a"), ErrNotFound)
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
+	assert.ErrorIs(t, a.Unclaim(ctx, "no-such-key", "a"), keystore.ErrNotFound)
 }
 
 func TestPostgresClaimKeyRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	stores := []*Postgres{openPostgresIn(t, schema, nil), openPostgresIn(t, schema, nil)}
+	stores := []*Store{openPostgresIn(t, schema, nil), openPostgresIn(t, schema, nil)}
 	k := seedPending(t, stores[0], 1)[0]
 
 	const n = 16
@@ -240,7 +242,7 @@ func TestPostgresWorkersResumeAfterOneIsKilled(t *testing.T) {
 
 	var mu sync.Mutex
 	sends := make(map[string]int)
-	send := func(r *Record) {
+	send := func(r *keystore.Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		sends[r.Key]++
@@ -267,14 +269,14 @@ func TestPostgresWorkersResumeAfterOneIsKilled(t *testing.T) {
 		assert.Equal(t, 1, sends[k], "intent %s sent once", k)
 		r, err := check.Get(ctx, k)
 		require.NoError(t, err)
-		assert.Equal(t, Succeeded, r.State)
+		assert.Equal(t, keystore.Succeeded, r.State)
 	}
 }
 
 // resumeUntilDone is a resuming worker: it claims pending intents, sends
 // each, stores the outcome and releases the claim, until no intent is left
 // pending (claims of dead workers included).
-func resumeUntilDone(ctx context.Context, s *Postgres, owner string, send func(*Record)) error {
+func resumeUntilDone(ctx context.Context, s *Store, owner string, send func(*keystore.Record)) error {
 	for {
 		recs, err := s.Claim(ctx, owner, 30*time.Second, 5)
 		if err != nil {
@@ -282,7 +284,7 @@ func resumeUntilDone(ctx context.Context, s *Postgres, owner string, send func(*
 		}
 		for _, r := range recs {
 			send(r)
-			r.State = Succeeded
+			r.State = keystore.Succeeded
 			r.Attempts++
 			if err := s.Update(ctx, r); err != nil {
 				return err
@@ -294,7 +296,7 @@ func resumeUntilDone(ctx context.Context, s *Postgres, owner string, send func(*
 		if len(recs) > 0 {
 			continue
 		}
-		left, err := s.List(ctx, Filter{States: []State{Pending}})
+		left, err := s.List(ctx, keystore.Filter{States: []keystore.State{keystore.Pending}})
 		if err != nil {
 			return err
 		}

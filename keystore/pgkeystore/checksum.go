@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // postgresChecksumV1 is the first byte of a checksum column: the SHA-256
@@ -38,7 +40,7 @@ type postgresCanonicalV1 struct {
 
 // postgresChecksum is the checksum column of a row holding r, given as a
 // read returns it (storedPostgresRecord).
-func postgresChecksum(r *Record) []byte {
+func postgresChecksum(r *keystore.Record) []byte {
 	c := postgresCanonicalV1{
 		Key: r.Key, Name: r.Name, Method: r.Method, URL: r.URL, Fingerprint: r.Fingerprint,
 		State: string(r.State), Header: canonicalHeader(r.Header), Body: canonicalBytes(r.Body),
@@ -67,15 +69,15 @@ func postgresChecksum(r *Record) []byte {
 
 // checkPostgresChecksum verifies the checksum column of the row read as r.
 // A row without one was written before checksums and is taken as it is.
-func checkPostgresChecksum(r *Record, stored []byte) error {
+func checkPostgresChecksum(r *keystore.Record, stored []byte) error {
 	if stored == nil {
 		return nil
 	}
 	if len(stored) == 0 || stored[0] != postgresChecksumV1 {
-		return fmt.Errorf("%w: unknown checksum version", ErrCorrupt)
+		return fmt.Errorf("%w: unknown checksum version", keystore.ErrCorrupt)
 	}
 	if !bytes.Equal(stored, postgresChecksum(r)) {
-		return fmt.Errorf("%w: the row fails its checksum", ErrCorrupt)
+		return fmt.Errorf("%w: the row fails its checksum", keystore.ErrCorrupt)
 	}
 	return nil
 }

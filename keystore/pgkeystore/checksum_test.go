@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -8,12 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // tamper runs stmt on the row of key, as damage or a stray hand-edit would.
-func tamper(t *testing.T, p *Postgres, schema, stmt, key string) {
+func tamper(t *testing.T, p *Store, schema, stmt, key string) {
 	t.Helper()
-	table := pgx.Identifier{schema, DefaultPostgresTable}.Sanitize()
+	table := pgx.Identifier{schema, DefaultTable}.Sanitize()
 	tag, err := p.pool.Exec(context.Background(), `UPDATE `+table+` SET `+stmt+` WHERE key = $1`, key)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected())
@@ -23,11 +25,11 @@ func TestPostgresChecksumCatchesChangedColumns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	p := openPostgresIn(t, schema, &PostgresOptions{PurgeBatch: 2})
+	p := openPostgresIn(t, schema, &Options{PurgeBatch: 2})
 	full := addedFieldsRecord(1)
 	full.Name = "order-1"
-	full.Response = &Response{Status: 201, Header: map[string][]string{"Location": {"/p/1"}}, Body: []byte(`{"id":"p1"}`)}
-	for _, r := range []*Record{full, pendingRecord(2), pendingRecord(3), pendingRecord(4)} {
+	full.Response = &keystore.Response{Status: 201, Header: map[string][]string{"Location": {"/p/1"}}, Body: []byte(`{"id":"p1"}`)}
+	for _, r := range []*keystore.Record{full, pendingRecord(2), pendingRecord(3), pendingRecord(4)} {
 		_, _, err := p.Create(ctx, r)
 		require.NoError(t, err)
 		_, err = p.Get(ctx, r.Key)
@@ -45,10 +47,10 @@ func TestPostgresChecksumCatchesChangedColumns(t *testing.T) {
 	} {
 		tamper(t, p, schema, stmt, full.Key)
 		_, err := p.Get(ctx, full.Key)
-		require.ErrorIs(t, err, ErrCorrupt, stmt)
-		assert.ErrorContains(t, err, keyRef(full.Key), stmt)
+		require.ErrorIs(t, err, keystore.ErrCorrupt, stmt)
+		assert.ErrorContains(t, err, keystore.KeyRef(full.Key), stmt)
 		_, err = p.GetByName(ctx, "order-1")
-		assert.ErrorIs(t, err, ErrCorrupt, stmt)
+		assert.ErrorIs(t, err, keystore.ErrCorrupt, stmt)
 		require.NoError(t, p.Update(ctx, full), "a whole rewrite repairs the row")
 	}
 
@@ -59,8 +61,8 @@ func TestPostgresChecksumCatchesChangedColumns(t *testing.T) {
 	assert.Equal(t, 9, legacy.Attempts)
 
 	tamper(t, p, schema, `fingerprint = 'fp-x'`, pendingRecord(3).Key)
-	recs, err := p.List(ctx, Filter{})
-	var damaged *CorruptRecordsError
+	recs, err := p.List(ctx, keystore.Filter{})
+	var damaged *keystore.CorruptRecordsError
 	require.ErrorAs(t, err, &damaged)
 	assert.Equal(t, []string{pendingRecord(3).Key}, damaged.Keys)
 	assert.Len(t, recs, 3, "List returns the sound rows with the error")
@@ -75,24 +77,24 @@ func TestPostgresPurgeLeavesDamagedRowsToTombstone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newPostgresTestSchema(t)
-	p := openPostgresIn(t, schema, &PostgresOptions{PurgeBatch: 2})
+	p := openPostgresIn(t, schema, &Options{PurgeBatch: 2})
 	var keys []string
 	for i := range 5 {
 		r := pendingRecord(i)
 		r.Name = "order-" + r.Key
-		r.State = Succeeded
+		r.State = keystore.Succeeded
 		_, _, err := p.Create(ctx, r)
 		require.NoError(t, err)
 		keys = append(keys, r.Key)
 	}
 	tamper(t, p, schema, `body = NULL`, keys[1])
-	res, err := p.Purge(ctx, PurgeRequest{OlderThan: pgTestEpoch.Add(time.Hour)})
-	var damaged *CorruptRecordsError
+	res, err := p.Purge(ctx, keystore.PurgeRequest{OlderThan: pgTestEpoch.Add(time.Hour)})
+	var damaged *keystore.CorruptRecordsError
 	require.ErrorAs(t, err, &damaged)
 	assert.Equal(t, []string{keys[1]}, damaged.Keys)
-	assert.Equal(t, PurgeResult{Tombstoned: 4}, res, "the batches go on past the damaged row")
+	assert.Equal(t, keystore.PurgeResult{Tombstoned: 4}, res, "the batches go on past the damaged row")
 	_, err = p.Get(ctx, keys[1])
-	assert.ErrorIs(t, err, ErrCorrupt, "left as it was")
+	assert.ErrorIs(t, err, keystore.ErrCorrupt, "left as it was")
 	tomb, err := p.Get(ctx, keys[4])
 	require.NoError(t, err, "a tombstone gets its own checksum")
 	assert.False(t, tomb.Purged.IsZero())

@@ -1,4 +1,4 @@
-package keystore_test
+package pgkeystore_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 )
 
 // A purge that forgot a name let a re-run of the batch begin it again
@@ -35,9 +36,9 @@ func TestPurgedNamesKeepTheirKeys(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		dsn := testenv.PostgresDSN(t)
-		opts := &keystore.PostgresOptions{Schema: testenv.PostgresSchema(t, dsn, "idem_kpd_")}
+		opts := &pgkeystore.Options{Schema: testenv.PostgresSchema(t, dsn, "idem_kpd_")}
 		testPurgedNamesKeepTheirKeys(t, func() keystore.Store {
-			s, err := keystore.OpenPostgres(context.Background(), dsn, opts)
+			s, err := pgkeystore.Open(context.Background(), dsn, opts)
 			require.NoError(t, err)
 			return s
 		})

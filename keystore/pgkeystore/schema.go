@@ -1,4 +1,4 @@
-package keystore
+package pgkeystore
 
 import (
 	"context"
@@ -12,15 +12,17 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/keystore"
 )
 
-// postgresIdentifier is what OpenPostgres accepts as a schema or table
+// postgresIdentifier is what Open accepts as a schema or table
 // name: plain lower-case SQL identifiers, so a name never needs quoting in
 // an operator's psql session and can never smuggle SQL in.
 var postgresIdentifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
 // postgresColumns are the columns every keystore table must have: a
-// record's, then the claim's. OpenPostgres refuses a table that lacks one
+// record's, then the claim's. Open refuses a table that lacks one
 // rather than failing later, query by query.
 var postgresColumns = append(slices.Clone(postgresRecordColumns), "claim_owner", "claim_until")
 
@@ -98,8 +100,9 @@ func postgresLockID(schema, table string) int64 {
 }
 
 // ensurePostgresSchema creates the schema, table and indexes if they do not
-// exist, then checks that the table is a keystore.
-func ensurePostgresSchema(ctx context.Context, pool *pgxpool.Pool, schema, table string) error {
+// exist, then checks that the table is a keystore. Unless mayCreate, a
+// missing schema or table is ErrNoKeystore.
+func ensurePostgresSchema(ctx context.Context, pool *pgxpool.Pool, schema, table string, mayCreate bool) error {
 	var err error
 	// The advisory lock covers openers of this keystore; another program
 	// creating the same schema concurrently can still race CREATE SCHEMA
@@ -110,6 +113,11 @@ func ensurePostgresSchema(ctx context.Context, pool *pgxpool.Pool, schema, table
 				return err
 			}
 			tables, indexes := postgresDDL(schema, table)
+			if !mayCreate {
+				if err := requirePostgresObjects(ctx, tx, schema, table, tables); err != nil {
+					return err
+				}
+			}
 			if err := createMissingPostgresObjects(ctx, tx, tables); err != nil {
 				return err
 			}
@@ -124,13 +132,41 @@ func ensurePostgresSchema(ctx context.Context, pool *pgxpool.Pool, schema, table
 			break
 		}
 	}
-	if errors.Is(err, ErrCorrupt) {
+	if errors.Is(err, keystore.ErrCorrupt) || errors.Is(err, ErrNoKeystore) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("keystore: postgres: create %s.%s: %w", schema, table, err)
 	}
 	return nil
+}
+
+// requirePostgresObjects fails with ErrNoKeystore when one of objects
+// does not exist.
+func requirePostgresObjects(ctx context.Context, tx pgx.Tx, schema, table string, objects []postgresObject) error {
+	for _, o := range objects {
+		exists, err := postgresObjectExists(ctx, tx, o)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w at schema %s table %s: the %s does not exist", ErrNoKeystore, schema, table, o.kind)
+		}
+	}
+	return nil
+}
+
+// postgresObjectExists looks o up in the catalog.
+func postgresObjectExists(ctx context.Context, tx pgx.Tx, o postgresObject) (bool, error) {
+	lookup := `SELECT to_regclass($1) IS NOT NULL`
+	if o.kind == "schema" {
+		lookup = `SELECT to_regnamespace($1) IS NOT NULL`
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, lookup, o.name).Scan(&exists); err != nil {
+		return false, fmt.Errorf("look up %s %s: %w", o.kind, o.name, err)
+	}
+	return exists, nil
 }
 
 // createMissingPostgresObjects runs the create statement of each object
@@ -140,13 +176,9 @@ func ensurePostgresSchema(ctx context.Context, pool *pgxpool.Pool, schema, table
 // against writes before it finds the index already there.
 func createMissingPostgresObjects(ctx context.Context, tx pgx.Tx, objects []postgresObject) error {
 	for _, o := range objects {
-		lookup := `SELECT to_regclass($1) IS NOT NULL`
-		if o.kind == "schema" {
-			lookup = `SELECT to_regnamespace($1) IS NOT NULL`
-		}
-		var exists bool
-		if err := tx.QueryRow(ctx, lookup, o.name).Scan(&exists); err != nil {
-			return fmt.Errorf("look up %s %s: %w", o.kind, o.name, err)
+		exists, err := postgresObjectExists(ctx, tx, o)
+		if err != nil {
+			return err
 		}
 		if exists {
 			continue
@@ -183,7 +215,7 @@ func checkPostgresColumns(ctx context.Context, tx pgx.Tx, schema, table string) 
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: table %s.%s lacks columns %s", ErrCorrupt, schema, table, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: table %s.%s lacks columns %s", keystore.ErrCorrupt, schema, table, strings.Join(missing, ", "))
 	}
 	return addMissingPostgresColumns(ctx, tx, schema, table, present)
 }
