@@ -33,8 +33,9 @@ func newIntentsCommand(getenv func(string) string) *cobra.Command {
 intents it began, their idempotency keys, states and stored answers.
 
 The keystore is a bbolt file (default ./` + defaultKeystore + `, or $` + keystoreEnv + `) or a
-postgres:// URL. A bbolt file must exist; it is never created here. A file
-that another process holds is reported after --lock-timeout.
+postgres:// URL. A bbolt file must exist; it is never created here, nor is
+a Postgres keystore's schema or table (--keystore-schema, --keystore-table).
+A file that another process holds is reported after --lock-timeout.
 
 Credentials are never stored in a keystore, so resume takes them again
 with --token or --header.`,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/idemkit/idem/keystore"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 )
 
 // keystoreEnv names the environment variable that gives the keystore when
@@ -27,10 +28,13 @@ type keystoreFlags struct {
 	// location is a bbolt file path or a postgres:// (postgresql://) URL.
 	location    string
 	lockTimeout time.Duration
+	// schema and table name a Postgres keystore's table.
+	schema, table string
 }
 
-// register adds --keystore and --lock-timeout to fs. The default location
-// comes from IDEM_KEYSTORE, then defaultKeystore.
+// register adds --keystore, --lock-timeout, --keystore-schema and
+// --keystore-table to fs. The default location comes from IDEM_KEYSTORE,
+// then defaultKeystore.
 func (f *keystoreFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	def := getenv(keystoreEnv)
 	if def == "" {
@@ -40,6 +44,10 @@ func (f *keystoreFlags) register(fs *pflag.FlagSet, getenv func(string) string) 
 		"bbolt keystore file or postgres:// URL; $"+keystoreEnv+" sets the default")
 	fs.DurationVar(&f.lockTimeout, "lock-timeout", keystore.DefaultBoltTimeout,
 		"how long to wait for another process to release a bbolt keystore")
+	fs.StringVar(&f.schema, "keystore-schema", pgkeystore.DefaultSchema,
+		"Postgres schema of the keystore table (postgres:// keystore only)")
+	fs.StringVar(&f.table, "keystore-table", pgkeystore.DefaultTable,
+		"Postgres table of the keystore (postgres:// keystore only)")
 }
 
 // validate rejects flag values no keystore can be opened with, before any
@@ -51,6 +59,9 @@ func (f keystoreFlags) validate() error {
 	if f.lockTimeout <= 0 {
 		return fmt.Errorf("--lock-timeout %s: need a positive duration", f.lockTimeout)
 	}
+	if !keystore.IsPostgresLocation(f.location) && (f.schema != pgkeystore.DefaultSchema || f.table != pgkeystore.DefaultTable) {
+		return fmt.Errorf("--keystore-schema and --keystore-table name a Postgres keystore's table; %s is a bbolt file", f.location)
+	}
 	return nil
 }
 
@@ -60,18 +71,35 @@ func (f keystoreFlags) display() string {
 	return keystore.RedactLocation(f.location)
 }
 
-// open opens the existing keystore the flags name. A bbolt file must
-// exist already: the intents commands inspect and repair a keystore that
-// a program wrote, and an empty new file would only hide a wrong path.
-// A file held by another process fails within the lock timeout.
+// open opens the existing keystore the flags name. A bbolt file, or a
+// Postgres keystore's schema and table, must exist already: the intents
+// commands inspect and repair a keystore that a program wrote, and an
+// empty new one would only hide a wrong path or name. A file held by
+// another process fails within the lock timeout.
 func (f keystoreFlags) open(ctx context.Context) (keystore.Store, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
 	if keystore.IsPostgresLocation(f.location) {
-		return keystore.Open(ctx, f.location)
+		return f.openExistingPostgres(ctx)
 	}
 	return openExistingBolt(f.location, f.lockTimeout)
+}
+
+// openExistingPostgres opens the Postgres keystore the flags name,
+// refusing to create its schema or table.
+func (f keystoreFlags) openExistingPostgres(ctx context.Context) (keystore.Store, error) {
+	st, err := keystore.Open(ctx, f.location, pgkeystore.WithOptions(&pgkeystore.Options{
+		Schema: f.schema, Table: f.table, NoCreate: true,
+	}))
+	if errors.Is(err, pgkeystore.ErrNoKeystore) {
+		return nil, &messageError{
+			msg: fmt.Sprintf("no idem keystore at schema %s table %s in %s; name an existing one with --keystore-schema and --keystore-table (nothing was created)",
+				f.schema, f.table, f.display()),
+			err: err,
+		}
+	}
+	return st, err
 }
 
 // openExistingBolt opens the bbolt keystore at path, refusing to create
