@@ -1,0 +1,120 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// heavyDeps are packages the client must not carry: a program that only
+// wraps its http.Client pays for none of them. Each is a path prefix.
+var heavyDeps = []string{
+	"github.com/spf13/cobra", "github.com/spf13/pflag", // the idem command's
+	"github.com/schollz/progressbar", "golang.org/x/term",
+	"github.com/stretchr/testify",         // tests only
+	"go.opentelemetry.io/otel/sdk",        // a program picks its own SDK
+	"go.opentelemetry.io/otel/exporters/", // and exporters
+	"github.com/prometheus/",
+	"google.golang.org/grpc",
+}
+
+// storageDeps are database clients and embedded stores other than bbolt,
+// the one storage the client carries: the Postgres keystore
+// (keystore/pgkeystore) and the server's stores are packages of their
+// own. Each is a path prefix.
+var storageDeps = []string{
+	"github.com/jackc/", "github.com/lib/pq",
+	"github.com/redis/", "github.com/go-redis/",
+	"github.com/go-sql-driver/", "github.com/mattn/go-sqlite3", "modernc.org/sqlite",
+	"go.mongodb.org/", "github.com/dgraph-io/badger", "github.com/cockroachdb/pebble",
+	"github.com/syndtr/goleveldb", "github.com/boltdb/bolt",
+}
+
+// The root package and keystore stay slim: their dependencies hold bbolt
+// and none of the heavy or storage packages above.
+func TestDependenciesStaySlim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped with -short")
+	}
+	goCmd := goCommand(t)
+	for _, pkg := range []string{"github.com/idemkit/idem", "github.com/idemkit/idem/keystore"} {
+		deps := listDeps(t, goCmd, pkg)
+		var bad []string
+		for _, d := range deps {
+			// database/sql stands for any SQL driver; its driver
+			// package alone is interfaces that uuid implements.
+			if matchesAny(d, heavyDeps) || matchesAny(d, storageDeps) || d == "database/sql" {
+				bad = append(bad, d)
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("%s depends on %s; keep it in a package of its own", pkg, strings.Join(bad, ", "))
+		}
+		if !slices.Contains(deps, "go.etcd.io/bbolt") {
+			t.Errorf("%s no longer depends on go.etcd.io/bbolt, its durable keystore", pkg)
+		}
+	}
+}
+
+// The check above finds what it looks for: the Postgres keystore's
+// package does depend on pgx.
+func TestDependenciesCheckSeesPgx(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped with -short")
+	}
+	deps := listDeps(t, goCommand(t), "github.com/idemkit/idem/keystore/pgkeystore")
+	if !slices.Contains(deps, "github.com/jackc/pgx/v5") || !matchesAny("github.com/jackc/pgx/v5", storageDeps) {
+		t.Fatalf("pgkeystore's dependencies lack pgx: %v", deps)
+	}
+}
+
+// goCommand finds the go command, or skips the test.
+func goCommand(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	t.Skip("no go command on PATH or in GOROOT; cannot list dependencies")
+	return ""
+}
+
+// listDeps returns the import paths of pkg and everything it imports,
+// test files left out.
+func listDeps(t *testing.T, goCmd, pkg string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goCmd, "list", "-deps", pkg)
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("go list -deps %s: %v: %s", pkg, err, exit.Stderr)
+		}
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// matchesAny reports whether the import path s is one of prefixes: a
+// prefix ending in "/" matches what lies under it, any other the package
+// itself and the packages under it.
+func matchesAny(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasSuffix(p, "/") && strings.HasPrefix(s, p) || s == p || strings.HasPrefix(s, p+"/") {
+			return true
+		}
+	}
+	return false
+}
