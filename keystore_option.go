@@ -15,7 +15,12 @@ import (
 //
 // With a shared keystore, Do claims each intent before sending it (see
 // ErrIntentBusy and WithClaimLease), and ClaimPending hands each worker
-// intents no other worker holds.
+// intents no other worker holds. The Postgres keystore is a package of its
+// own, so that the client carries no Postgres driver; a program that opens
+// postgres:// URLs imports it (without it, opening one fails with
+// keystore.ErrNoOpener naming that import):
+//
+//	import _ "github.com/idemkit/idem/keystore/pgkeystore"
 //
 //	client, err := idem.New(idem.WithKeystore(ctx, os.Getenv("IDEM_KEYSTORE")))
 func WithKeystore(ctx context.Context, location string, opts ...keystore.OpenOption) Option {
