@@ -23,7 +23,7 @@ func reportDamaged(w io.Writer, where string, err error) error {
 		fmt.Fprintf(w, "damaged record %s: %s\n", keystore.KeyRef(key), damagedWhy(key, damaged.Errs[i]))
 	}
 	n := len(damaged.Keys)
-	return fmt.Errorf("%d damaged %s in %s left out (above); the rest is sound. Repair or remove %s before trusting the listing",
+	return failedf("%d damaged %s in %s left out (above); the rest is sound. Repair or remove %s before trusting the listing",
 		n, plural(n, "record", "records"), where, plural(n, "it", "them"))
 }
 

@@ -22,7 +22,8 @@ type reporter interface {
 }
 
 // newReporter draws a progress bar on stderr when bar is set, else prints
-// one line per intent on stdout.
+// one line per intent on stdout. The bar's last frame, drawn by finish,
+// stays on the screen: it shows 100% and the count of intents settled.
 func newReporter(stdout, stderr io.Writer, total int, bar bool) reporter {
 	if !bar {
 		return &lineReporter{out: stdout}
@@ -37,7 +38,9 @@ func newReporter(stdout, stderr io.Writer, total int, bar bool) reporter {
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionClearOnFinish(),
+			// Not OptionClearOnFinish: it skips the frame at 100%, so the
+			// last thing the operator saw was a bar short of the end.
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }),
 		),
 	}
 }
@@ -56,7 +59,7 @@ func (r *lineReporter) done(o outcome) {
 
 func (r *lineReporter) finish() {}
 
-// barReporter advances a progress bar and, once it is cleared, lists the
+// barReporter advances a progress bar and, once it is complete, lists the
 // intents that did not succeed: those need the operator's eye.
 type barReporter struct {
 	bar *progressbar.ProgressBar

@@ -109,7 +109,7 @@ func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f pur
 	}
 	var damaged *keystore.CorruptRecordsError
 	if err != nil && !errors.As(err, &damaged) {
-		return fmt.Errorf("purging %s (%d deleted, %d tombstoned before the error): %w",
+		return failedf("purging %s (%d deleted, %d tombstoned before the error): %w",
 			env.ks.display(), res.Deleted, res.Tombstoned, err)
 	}
 	if werr := writePurge(out, env, f, res); werr != nil {

@@ -35,6 +35,7 @@ type resumeFlags struct {
 	retention   time.Duration
 	concurrency int
 	noProgress  bool
+	json        bool
 }
 
 func newIntentsResumeCommand(env *intentsEnv) *cobra.Command {
@@ -59,8 +60,10 @@ is reported as refused.
 
 A progress bar is drawn on stderr when it is a terminal; otherwise (or
 with --no-progress) one line per intent is printed. The exit status is
-non-zero when any intent is left pending, failed, expired or refused, or
-a damaged record could not be read.`,
+1 when any intent is left pending, failed, expired or refused, or a
+damaged record could not be read; 2 when nothing could be resumed (bad
+flags, a keystore that cannot be opened). --json prints one object with
+every intent's outcome and the tally instead of the lines.`,
 		Example: `  idem intents resume --token "$API_TOKEN"
   idem intents resume --key 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --header 'Authorization: Bearer sk_live_…'
   idem intents resume --older-than 10m --max-attempts 3 --no-progress
@@ -84,6 +87,7 @@ a damaged record could not be read.`,
 	fl.DurationVar(&f.retention, "retention", idem.DefaultRetention, "the server's key retention: older intents are not resent")
 	fl.IntVar(&f.concurrency, "concurrency", 4, "intents settled at the same time")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "print one line per intent instead of a progress bar")
+	fl.BoolVar(&f.json, "json", false, "print the outcome of every intent and the tally as one JSON object")
 	return cmd
 }
 
@@ -180,8 +184,15 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 		return err
 	}
 	scope = credentialScope(f, intents)
-	printDamaged(stdout, bad)
+	lines := stdout // the lines of the text report; --json prints one document instead
+	if f.json {
+		lines = io.Discard
+	}
+	printDamaged(lines, bad)
 	if len(intents) == 0 {
+		if f.json {
+			return writeResumeJSON(stdout, env.ks.display(), nil, bad)
+		}
 		if _, err := fmt.Fprintf(stdout, "nothing to resume: no pending intents in %s match\n", env.ks.display()); err != nil {
 			return err
 		}
@@ -195,9 +206,12 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 		}
 		return scope.leavesOut(in.URL)
 	}
-	rep := newReporter(stdout, stderr, len(intents), !f.noProgress && isTerminal(stderr))
+	rep := newReporter(lines, stderr, len(intents), !f.noProgress && isTerminal(stderr))
 	results := settleAll(ctx, client, intents, f, rep, withheld)
 	rep.finish()
+	if f.json {
+		return writeResumeJSON(stdout, env.ks.display(), results, bad)
+	}
 	return summarizeResume(stdout, results, len(bad), env.ks.display())
 }
 
@@ -210,7 +224,7 @@ func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, 
 		for _, k := range f.keys {
 			rec, err := findIntent(ctx, st, k)
 			if errors.Is(err, keystore.ErrNotFound) {
-				return nil, nil, fmt.Errorf("--key %q: no intent with this key or name in %s", k, env.ks.display())
+				return nil, nil, failedf("--key %q: no intent with this key or name in %s", k, env.ks.display())
 			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
@@ -328,7 +342,7 @@ func summarizeResume(out io.Writer, results []outcome, damagedCount int, where s
 	if lastErr != nil {
 		msg += "; last error: " + oneLineOf(lastErr.Error(), 300)
 	}
-	return errors.New(msg)
+	return &exitError{code: exitFailed, err: errors.New(msg)}
 }
 
 // damagedError is the error of a resume that left n damaged records out,
@@ -337,6 +351,6 @@ func damagedError(n int, where string) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above)",
+	return failedf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above)",
 		n, plural(n, "record", "records"), where, plural(n, "was", "were"))
 }

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +172,7 @@ func TestResume_ProgressBarListsOnlyUnsettledIntents(t *testing.T) {
 	rep.finish()
 	assert.Contains(t, stderr.String(), "resuming", "the bar was drawn")
 	assert.Contains(t, stderr.String(), "/3)")
-	assert.True(t, strings.HasSuffix(stderr.String(), "\r"), "and cleared: %q", stderr.String())
+	assert.Equal(t, "resuming 100% |██████████████████████████████| (3/3)", lastFrame(stderr.String()), "and left at 100%%: %q", stderr.String())
 	assert.Equal(t, "pending    k2  n2  idem: gave up\n", stdout.String())
 
 	stdout.Reset()

@@ -107,7 +107,7 @@ func runSettle(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName st
 	defer client.Close()
 	rec, err := findIntent(ctx, st, keyOrName)
 	if errors.Is(err, keystore.ErrNotFound) {
-		return fmt.Errorf("no intent with key or name %q in %s", keyOrName, env.ks.display())
+		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
 	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
@@ -157,10 +157,10 @@ func alreadySettled(ctx context.Context, st keystore.Store, rec *keystore.Record
 		who += " (" + oneLineOf(keystore.BusinessName(rec.Name, rec.Principal), 48) + ")"
 	}
 	if v, ok := settledBy(rec); ok {
-		return fmt.Errorf("%s was already settled as %s at %s; a verdict is never replaced",
+		return failedf("%s was already settled as %s at %s; a verdict is never replaced",
 			who, verdictText(v), v.At.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	answer := lastOutcome(rec)
-	return fmt.Errorf("%s is already %s by the server's answer (%s), which stands; only pending, accepted or expired intents can be settled",
+	return failedf("%s is already %s by the server's answer (%s), which stands; only pending, accepted or expired intents can be settled",
 		who, rec.State, answer)
 }

@@ -112,11 +112,11 @@ func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName stri
 	defer st.Close()
 	rec, err := findIntent(ctx, st, keyOrName)
 	if errors.Is(err, keystore.ErrNotFound) {
-		return fmt.Errorf("no intent with key or name %q in %s", keyOrName, env.ks.display())
+		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
 	}
 	var damaged *keystore.CorruptRecordsError
 	if errors.Is(err, keystore.ErrCorrupt) && !errors.As(err, &damaged) {
-		return fmt.Errorf("intent %q in %s is damaged and not shown: %s", keyOrName, env.ks.display(), damagedWhy("", err))
+		return failedf("intent %q in %s is damaged and not shown: %s", keyOrName, env.ks.display(), damagedWhy("", err))
 	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", env.ks.display(), err)

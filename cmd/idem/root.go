@@ -19,8 +19,14 @@ func newRootCommand(getenv func(string) string) *cobra.Command {
 Idempotency-Key per business intent.
 
 This command runs the reference server that implements the server side of the
-protocol, checks other servers against it, and manages client keystores.`,
+protocol, checks other servers against it, and manages client keystores.
+
+` + exitCodesHelp,
 		SilenceUsage: true,
+		// cobra's own check of the first word prints a suggestion over
+		// several lines; this one keeps it on the error's line.
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.AddCommand(
 		newServeCommand(getenv),
@@ -33,7 +39,7 @@ protocol, checks other servers against it, and manages client keystores.`,
 
 // unknownSubcommand is the Args of a command that only groups others:
 // cobra suggests near names for a typo at the top level only, so a typo
-// one level down gets the same help here.
+// at any level gets the suggestion here, on the error's one line.
 func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
@@ -43,7 +49,7 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, set only at the top
 	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
 	return errors.New(msg)
 }

@@ -261,7 +261,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		for _, s := range servers {
 			_ = s.Close()
 		}
-		return fmt.Errorf("serve: %w", err)
+		return failedf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down", "drain_timeout", f.shutdownTimeout)
@@ -302,7 +302,7 @@ func drain(servers []*http.Server, timeout time.Duration, logger *slog.Logger) e
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return failed(err)
 	}
 	logger.Info("stopped")
 	return nil

@@ -51,5 +51,5 @@ func TestNestedTypoGetsASuggestion(t *testing.T) {
 	root.SetArgs([]string{"intents", "lst"})
 	err := root.Execute()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "Did you mean this?\n\tlist")
+	assert.Contains(t, err.Error(), "did you mean list?")
 }
