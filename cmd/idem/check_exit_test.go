@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -14,16 +13,7 @@ import (
 )
 
 // exitCode is the status main exits with for err.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var coded interface{ ExitCode() int }
-	if errors.As(err, &coded) {
-		return coded.ExitCode()
-	}
-	return 1
-}
+func exitCode(err error) int { return exitCodeOf(err) }
 
 func TestCheck_ExitCodes(t *testing.T) {
 	t.Parallel()

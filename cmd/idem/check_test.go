@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,13 +24,8 @@ import (
 // the binary does, and returns what it printed.
 func runCheckCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	root := &cobra.Command{Use: "idem"}
-	root.AddCommand(newCheckCommand())
 	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"check"}, args...))
-	err = root.ExecuteContext(t.Context())
+	_, err = run(t.Context(), append([]string{"check"}, args...), &out, &errOut, func(string) string { return "" })
 	return out.String(), errOut.String(), err
 }
 

@@ -15,6 +15,12 @@ import (
 // --json was asked for and the command printed nothing, the failure as a
 // JSON document on stdout.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	code, _ := run(ctx, args, stdout, stderr, getenv)
+	return code
+}
+
+// run is execute that also returns the command's error, for tests.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
 	root := newRootCommand(getenv)
 	root.SilenceErrors = true // printed here, on one line
 	out := &countingWriter{w: stdout}
@@ -23,7 +29,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return exitOK
+		return exitOK, nil
 	}
 	code := exitCodeOf(err)
 	msg := errorLine(err.Error())
@@ -33,7 +39,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 		_ = enc.Encode(failureDocument{Error: msg, ExitCode: code})
 	}
 	fmt.Fprintln(stderr, "Error: "+msg)
-	return code
+	return code, err
 }
 
 // failureDocument is what --json prints for a command that failed before

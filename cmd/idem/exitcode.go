@@ -78,11 +78,20 @@ func exitCodeOf(err error) int {
 // error, a Postgres connection error naming each address it tried, a
 // wrapped server answer) has its lines joined with "; ".
 func errorLine(msg string) string {
-	var parts []string
+	var b strings.Builder
 	for _, line := range strings.Split(msg, "\n") {
-		if line = strings.Join(strings.Fields(line), " "); line != "" {
-			parts = append(parts, line)
+		line = strings.Join(strings.Fields(line), " ")
+		if line == "" {
+			continue
 		}
+		if b.Len() > 0 {
+			if s := b.String(); strings.HasSuffix(s, ":") || strings.HasSuffix(s, ";") {
+				b.WriteString(" ") // the line above introduces this one
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
 }

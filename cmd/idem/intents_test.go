@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,13 +27,8 @@ const testToken = "tok_intents_secret"
 // way the binary does, with env as the environment.
 func runIntentsCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	root := &cobra.Command{Use: "idem", SilenceUsage: true}
-	root.AddCommand(newIntentsCommand(func(k string) string { return env[k] }))
 	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"intents"}, args...))
-	err = root.ExecuteContext(t.Context())
+	_, err = run(t.Context(), append([]string{"intents"}, args...), &out, &errOut, func(k string) string { return env[k] })
 	return out.String(), errOut.String(), err
 }
 
