@@ -2,11 +2,17 @@
 // every payment is a named intent, so a rerun finds the same intents with
 // the same keys, settles what is pending and skips what is done.
 //
-// Start a reference server in another terminal, then run the batch, kill
-// it (Ctrl-C or kill -9) half way and run it again:
+// Start a reference server, then run the batch, kill it half way and run
+// it again:
 //
-//	go run ./cmd/idem serve
-//	go run ./examples/resume --count 20
+//	go build -o bin/idem ./cmd/idem && go build -o bin/resume ./examples/resume
+//	bin/idem serve &
+//	bin/resume --count 20 --crash-after 7   # SIGKILLs itself as the 7th payment's answer arrives
+//	bin/resume --count 20                   # 20 payments on the server, never 21
+//
+// --delay paces the payments so the batch can be killed by hand (Ctrl-C,
+// or kill -9 of the built binary: kill -9 of `go run` would leave the
+// program running).
 package main
 
 import (
@@ -20,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/idemkit/idem"
 )
@@ -30,6 +37,12 @@ type options struct {
 	count    int
 	token    string
 	batch    string
+	// delay is the pause before each payment is sent.
+	delay time.Duration
+	// crashAfter, when positive, SIGKILLs the process as the answer to
+	// the crashAfter-th payment sent by this run arrives, before the
+	// client records it: the server has charged, the keystore says pending.
+	crashAfter int
 }
 
 func main() {
@@ -39,6 +52,8 @@ func main() {
 	flag.IntVar(&o.count, "count", 10, "number of payments in the batch")
 	flag.StringVar(&o.token, "token", "tok_resume_demo", "bearer token (never written to the keystore)")
 	flag.StringVar(&o.batch, "batch", "batch-42", "batch name; intents are named <batch>/payment-<i>")
+	flag.DurationVar(&o.delay, "delay", 0, "pause before each payment, e.g. 300ms, to leave time to kill the batch by hand")
+	flag.IntVar(&o.crashAfter, "crash-after", 0, "SIGKILL this process as the answer to the Nth payment sent arrives, before it is recorded (0: never)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -53,12 +68,16 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	if o.count < 1 {
 		return fmt.Errorf("--count must be at least 1, got %d", o.count)
 	}
+	if o.delay < 0 || o.crashAfter < 0 {
+		return errors.New("--delay and --crash-after must not be negative")
+	}
 	api, err := url.Parse(o.server)
 	if err != nil || api.Host == "" {
 		return fmt.Errorf("--server %q: want a URL such as http://127.0.0.1:8080", o.server)
 	}
 	client, err := idem.New(
 		idem.WithBoltStore(o.keystore, nil),
+		idem.WithHTTPClient(&http.Client{Transport: crashAfter(http.DefaultTransport, o.crashAfter, killSelf)}),
 		// Credentials for intents resumed from the keystore, which never
 		// holds them.
 		idem.WithRequestEditor(tokenEditor(api, o.token)),
@@ -89,6 +108,12 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	// Phase two: send each with its own key; finished ones replay locally.
 	var paid, replayed, failed int
 	for _, in := range intents {
+		if o.delay > 0 && !in.State.Settled() {
+			select {
+			case <-time.After(o.delay):
+			case <-ctx.Done():
+			}
+		}
 		resp, err := client.Do(ctx, in)
 		switch {
 		case err != nil:
@@ -97,9 +122,12 @@ func run(ctx context.Context, out io.Writer, o options) error {
 			if ctx.Err() != nil {
 				return summary(out, paid, replayed, failed, o.count)
 			}
-		case idem.IsReplay(resp):
+		case idem.IsLocalReplay(resp):
 			replayed++
 			fmt.Fprintf(out, "%-24s key %s  %d (replay: paid before)\n", in.Name, in.Key, resp.StatusCode)
+		case idem.IsReplay(resp):
+			replayed++
+			fmt.Fprintf(out, "%-24s key %s  %d (server replay: paid before, its answer lost)\n", in.Name, in.Key, resp.StatusCode)
 		default:
 			paid++
 			fmt.Fprintf(out, "%-24s key %s  %d paid\n", in.Name, in.Key, resp.StatusCode)
