@@ -37,8 +37,7 @@ age, and the stored answer's status or the last error. Bodies are never
 printed here; use show.
 
 A damaged record (one that fails its checksum) is left out of the rows and
-named on stderr, "damaged record KEYREF: why", and the exit status is
-non-zero.`,
+named on stderr, "damaged record KEYREF: why", and the exit status is 1.`,
 		Example: `  idem intents list
   idem intents list --state pending,accepted --older-than 1h
   idem intents list --json | jq '.[].key'`,
@@ -73,7 +72,7 @@ func (f listFlags) filter(now time.Time) (keystore.Filter, error) {
 }
 
 // runList prints the intents; damaged records, left out by the store, are
-// named on errOut after the listing, with a non-zero exit.
+// named on errOut after the listing, with exit status 1.
 func runList(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f listFlags) error {
 	filter, err := f.filter(env.now())
 	if err != nil {

@@ -89,7 +89,7 @@ type purgeReport struct {
 }
 
 // runPurge purges and reports; damaged records, which a purge leaves
-// alone, are named on errOut with a non-zero exit.
+// alone, are named on errOut with exit status 1.
 func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f purgeFlags) error {
 	if err := f.check(); err != nil {
 		return err
