@@ -10,16 +10,16 @@ import (
 // resumeReport is what `idem intents resume --json` prints: one object,
 // whatever happened, with the error the exit status comes from.
 type resumeReport struct {
-	Keystore  string            `json:"keystore"`
-	Resumed   int               `json:"resumed"`
-	Succeeded int               `json:"succeeded"`
-	Failed    int               `json:"failed"`
-	Pending   int               `json:"pending"`
-	Expired   int               `json:"expired"`
-	Refused   int               `json:"refused"`
-	Intents   []resumedIntent   `json:"intents"`
-	Damaged   []damagedRecordJS `json:"damaged"`
-	Error     string            `json:"error,omitempty"`
+	Keystore  string          `json:"keystore"`
+	Resumed   int             `json:"resumed"`
+	Succeeded int             `json:"succeeded"`
+	Failed    int             `json:"failed"`
+	Pending   int             `json:"pending"`
+	Expired   int             `json:"expired"`
+	Refused   int             `json:"refused"`
+	Intents   []resumedIntent `json:"intents"`
+	Damaged   []damagedJSON   `json:"damaged"`
+	Error     string          `json:"error,omitempty"`
 }
 
 // resumedIntent is one intent's outcome.
@@ -31,8 +31,8 @@ type resumedIntent struct {
 	Error  string         `json:"error,omitempty"`
 }
 
-// damagedRecordJS is a record the keystore could not read.
-type damagedRecordJS struct {
+// damagedJSON is a record the keystore could not read.
+type damagedJSON struct {
 	KeyRef string `json:"key_ref"`
 	Why    string `json:"why"`
 }
@@ -40,7 +40,7 @@ type damagedRecordJS struct {
 // writeResumeJSON prints the report of a resume and returns the error
 // its text form would end with, so the exit status is the same.
 func writeResumeJSON(out io.Writer, where string, results []outcome, bad []damaged) error {
-	rep := resumeReport{Keystore: where, Resumed: len(results), Intents: []resumedIntent{}, Damaged: []damagedRecordJS{}}
+	rep := resumeReport{Keystore: where, Resumed: len(results), Intents: []resumedIntent{}, Damaged: []damagedJSON{}}
 	for _, r := range results {
 		switch r.state {
 		case keystore.Succeeded:
@@ -61,7 +61,7 @@ func writeResumeJSON(out io.Writer, where string, results []outcome, bad []damag
 		rep.Intents = append(rep.Intents, in)
 	}
 	for _, d := range bad {
-		rep.Damaged = append(rep.Damaged, damagedRecordJS{KeyRef: d.keyRef, Why: oneLineOf(d.why, 200)})
+		rep.Damaged = append(rep.Damaged, damagedJSON{KeyRef: d.keyRef, Why: oneLineOf(d.why, 200)})
 	}
 	var err error
 	if len(results) > 0 {
