@@ -200,3 +200,20 @@ func TestErrorLine(t *testing.T) {
 		errorLine("failed to connect to `user=app`:\n\t127.0.0.1:1: refused\n\t[::1]:1: refused"))
 	assert.Equal(t, "one line", errorLine("one   line"))
 }
+
+// pgx names every address it tried on a line of its own; the operator
+// still gets one line, with each address in it.
+func TestPostgresErrorIsOneLine(t *testing.T) {
+	t.Parallel()
+	url := "postgres://app:pw@" + testenv.ClosedAddr(t) + "/payments"
+	for _, args := range [][]string{
+		{"intents", "list", "--keystore", url},
+		{"serve", "--store", url},
+	} {
+		_, stderr, code := runCLI(t, args...)
+		assert.Equal(t, 2, code, args)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		assert.Contains(t, stderr, "connection refused", args)
+		assert.NotContains(t, stderr, "pw@", "the password is hidden")
+	}
+}
