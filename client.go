@@ -33,6 +33,7 @@ type Client struct {
 	params secretVault[url.Values]
 	unsent unsentSet
 	closed atomic.Bool
+	tel    *telemetry // nil without WithTracerProvider or WithMeterProvider
 }
 
 // New builds a Client. Without options it keeps intents in memory; pass
@@ -75,6 +76,7 @@ func New(opts ...Option) (*Client, error) {
 		store:  cfg.store,
 		log:    log,
 		sender: sender,
+		tel:    newTelemetry(&cfg),
 	}, nil
 }
 
@@ -89,6 +91,7 @@ func (c *Client) Close() error {
 		c.cfg.httpClient.CloseIdleConnections()
 	}
 	c.releaseUnsentClaims()
+	c.tel.close()
 	if err := c.store.Close(); err != nil {
 		return fmt.Errorf("idem: closing keystore: %w", err)
 	}

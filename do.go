@@ -78,6 +78,14 @@ import (
 // another live worker holds is not sent, and the error matches
 // ErrIntentBusy.
 func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
+	if c.tel != nil {
+		return c.tel.do(ctx, c, in) // spans and metrics around do (telemetry.go)
+	}
+	return c.do(ctx, in)
+}
+
+// do is Do without its telemetry.
+func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -104,6 +112,7 @@ func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
 		ctx = withHeldClaim(ctx, claimer, c.cfg.claims.owner)
 	}
 	before := *rec // settling assigns fields; it never changes what they point to
+	c.tel.sawRecord(ctx, rec)
 	resp, err := c.settleRecord(ctx, rec)
 	var werr *storeWriteError
 	if errors.As(err, &werr) && (errors.Is(err, keystore.ErrClaimLost) || errors.Is(err, keystore.ErrSettled)) {

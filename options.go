@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemkit/idem/dialect"
 	"github.com/idemkit/idem/keystore"
 )
@@ -69,6 +72,9 @@ type config struct {
 	principal     Principal
 	principalKey  []byte
 	secretParams  map[string]bool
+	// tracerProvider and meterProvider: telemetry.go.
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
 }
 
 func defaultConfig() config {

@@ -133,6 +133,7 @@ func (c *Client) Reconcile(ctx context.Context, in *Intent) (*http.Response, err
 // settled reports whether rec is now Succeeded or Failed.
 func (c *Client) runReconciler(ctx context.Context, rec *keystore.Record) (settled bool, err error) {
 	v, rerr := c.cfg.reconciler(ctx, intentFromRecord(rec))
+	defer func() { c.tel.reconciled(ctx, v.Outcome, err) }()
 	if rerr != nil {
 		return false, fmt.Errorf("idem: reconciler (key hash %s): %w", keyHash(rec.Key), rerr)
 	}

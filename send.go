@@ -88,6 +88,7 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		res.stop = err
 		return res
 	}
+	c.tel.startAttempt(ctx, p, first)
 	st.req.Request = first
 	var body any // untyped nil: no body and no chunked encoding
 	if len(cl.body) > 0 {
@@ -106,9 +107,13 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		PrepareRetry: func(r *http.Request) error {
 			err := c.prepareAttempt(ctx, r, cl, false)
 			st.prepareFailed = err != nil
+			if err == nil {
+				c.tel.startAttempt(ctx, p, r)
+			}
 			return err
 		},
 	}
+	c.tel.observeChecks(&st.rc, p)
 	resp, err := st.rc.Do(&st.req)
 	res.resp = resp
 	switch {
@@ -211,6 +216,8 @@ type attemptPolicy struct {
 	// kept is the last answer that was retried, body in memory, for the
 	// give-up of a call whose context ends during the wait after it.
 	kept *http.Response
+	// obs is the telemetry of the attempts (telemetry_attempt.go).
+	obs attemptObservation
 }
 
 // backoff is the Backoff of one call: the wait check computed.
