@@ -49,7 +49,7 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 		}
 		cfg.principal = BearerPrincipal(cfg.principalSecret)
 	}
-	return &Middleware{store: store, cfg: cfg}, nil
+	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil
 }
 
 // Lease returns how long a reservation is held before takeover.
@@ -93,8 +93,18 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// serveGuarded runs the protocol for one guarded request.
+// serveGuarded runs the protocol for one guarded request, observed when
+// the layer has telemetry (telemetry.go).
 func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
+	if m.cfg.tel.enabled() {
+		m.cfg.tel.serve(m, w, r, route, next)
+		return
+	}
+	m.serveProtocol(w, r, route, next)
+}
+
+// serveProtocol runs the protocol for one guarded request.
+func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
 	principal, err := m.cfg.principal(r)
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", "Bearer")
@@ -108,6 +118,7 @@ func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route 
 	if key == "" {
 		// The key is optional: the request runs as if the route were not
 		// guarded, and every retry executes again.
+		m.decided(r, decisionUnkeyed, "")
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -129,17 +140,23 @@ func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route 
 	switch {
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
+		m.decided(r, decisionStoreUnavailable, key)
 		ans.StoreUnavailable(w)
 	case res != nil:
+		m.decided(r, decisionExecuted, key)
 		m.execute(w, r, next, *res, body, log)
 	case rec == nil:
 		log.Error("idempotency store returned neither a reservation nor a record")
+		m.decided(r, decisionStoreUnavailable, key)
 		ans.StoreUnavailable(w)
 	case rec.Fingerprint != fingerprint && !m.cfg.replayMismatch:
+		m.decided(r, decisionKeyReused, key)
 		ans.KeyReused(w)
 	case rec.State == StateCompleted:
+		m.decidedReplay(r, key, rec.Fingerprint != fingerprint)
 		m.replay(w, rec, log)
 	default:
+		m.decided(r, decisionInProgress, key)
 		ans.InProgress(w, m.cfg.inProgressRetryAfter)
 	}
 }

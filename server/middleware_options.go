@@ -46,6 +46,7 @@ type config struct {
 	answers              Answers
 	replayMismatch       bool
 	storeTimeout         time.Duration
+	tel                  serverTelemetry // WithTracerProvider, WithMeterProvider (telemetry.go)
 }
 
 func defaultConfig() config {

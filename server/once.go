@@ -35,11 +35,15 @@ var (
 // result fails with ErrFenced: the newer consumer's result stands. Each
 // store call is bounded by WithStoreTimeout (default 3 s): a store that
 // has not answered by then is a *StoreTimeoutError (ErrStoreTimeout).
-// Only WithLease, WithRetention and WithStoreTimeout of opts apply.
+// Only WithLease, WithRetention, WithStoreTimeout, WithTracerProvider and
+// WithMeterProvider of opts apply.
 func Once(ctx context.Context, store Store, scope Scope, id, fingerprint string, fn func(ctx context.Context) ([]byte, error), opts ...Option) ([]byte, error) {
 	cfg := defaultConfig()
 	for _, opt := range opts {
 		opt(&cfg)
+	}
+	if cfg.tel.enabled() {
+		return cfg.tel.once(ctx, store, scope, id, fingerprint, fn, opts) // telemetry_store.go
 	}
 	var res *Reservation
 	var rec *Record
