@@ -137,7 +137,7 @@ func (cm *clientMetrics) observeAdaptiveBudget(m metric.Meter, b *AdaptiveBudget
 	if err != nil {
 		return err
 	}
-	down, err := m.Int64ObservableGauge("idem.client.retry_budget.down", metric.WithUnit("1"),
+	down, err := m.Int64ObservableGauge("idem.client.retry_budget.down",
 		metric.WithDescription("1 when the budget's window saw attempts and none accepted (retries refused, not deferred)."))
 	if err != nil {
 		return err

@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/idemkit/idem"
+)
+
+// BenchmarkCallTelemetry is BenchmarkCall's memory-keystore call with
+// OpenTelemetry: none (the Client's default), the API's no-op providers,
+// and the SDK's providers (spans sampled and dropped, metrics aggregated
+// for a reader that is never collected), beside the plain POST. What
+// tracing and metrics cost is the difference with telemetry=none.
+func BenchmarkCallTelemetry(b *testing.B) {
+	srv := newPaymentServer(b)
+	url := srv.URL + "/v1/payments"
+	hc := srv.Client()
+	ctx := context.Background()
+
+	idemCall := func(b *testing.B, opts ...idem.Option) {
+		c, err := idem.New(append([]idem.Option{idem.WithHTTPClient(hc)}, opts...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		b.ReportAllocs()
+		for b.Loop() {
+			in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp, err := c.Do(ctx, in)
+			finish(b, resp, err)
+		}
+	}
+	b.Run("client=net-http", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req := newPaymentRequest(b, url)
+			req.Header.Set("Idempotency-Key", uuid.NewString())
+			resp, err := hc.Do(req)
+			finish(b, resp, err)
+		}
+	})
+	b.Run("telemetry=none", func(b *testing.B) { idemCall(b) })
+	b.Run("telemetry=noop", func(b *testing.B) {
+		idemCall(b, idem.WithTracerProvider(tracenoop.NewTracerProvider()), idem.WithMeterProvider(metricnoop.NewMeterProvider()))
+	})
+	b.Run("telemetry=sdk", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		b.Cleanup(func() {
+			_ = tp.Shutdown(context.Background())
+			_ = mp.Shutdown(context.Background())
+		})
+		idemCall(b, idem.WithTracerProvider(tp), idem.WithMeterProvider(mp))
+	})
+}
