@@ -179,7 +179,7 @@ func (t *telemetry) doDone(ctx context.Context, obs *doObservation, resp *http.R
 		reason = giveUpReason(err)
 	}
 	var ge *GiveUpError
-	unknown := errors.As(err, &ge) && ge.OutcomeUnknown
+	unknown := (errors.As(err, &ge) && ge.OutcomeUnknown) || (obs.rec != nil && obs.rec.MayHaveExecuted)
 	unsettled := state == Pending || state == Accepted
 	if m := t.metrics; m != nil {
 		m.recordDo(ctx, t.now().Sub(obs.start), outcome, replay, reason)
@@ -202,7 +202,7 @@ func (t *telemetry) doDone(ctx context.Context, obs *doObservation, resp *http.R
 		attrs = append(attrs, attrReplay.String(replay))
 	}
 	if unsettled {
-		attrs = append(attrs, attrOutcomeUnknown.Bool(unknown || obs.rec.MayHaveExecuted))
+		attrs = append(attrs, attrOutcomeUnknown.Bool(unknown))
 	}
 	if reason != "" {
 		attrs = append(attrs, attrGiveUpReason.String(reason), semconv.ErrorTypeKey.String(reason))

@@ -424,3 +424,50 @@ func TestTelemetryPropagatesTraceContext(t *testing.T) {
 	rm := rec.metrics(t)
 	assert.Equal(t, int64(1), counter(t, rm, "idem.client.retries", attrRetryReason.String("rate_limited")))
 }
+
+// Reconciler runs are counted by result, errors included.
+func TestTelemetryReconciliations(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	rec, opts := withRecordedTelemetry(t)
+	verdict := Reconciliation{Outcome: OutcomeSucceeded, Evidence: "found pay_1 by reference"}
+	var fail bool
+	c := newTestClient(t, append(opts, WithReconciler(func(context.Context, *Intent) (Reconciliation, error) {
+		if fail {
+			return Reconciliation{}, assert.AnError
+		}
+		return verdict, nil
+	}))...)
+
+	fail = true
+	in := begin(t, c, "", paymentRequest(t, srv.URL, 1, "otel-reconcile"))
+	_, err := c.Reconcile(context.Background(), in)
+	require.ErrorIs(t, err, assert.AnError)
+	fail = false
+	_, err = c.Reconcile(context.Background(), in)
+	require.NoError(t, err)
+
+	rm := rec.metrics(t)
+	assert.Equal(t, int64(1), counter(t, rm, "idem.client.reconciliations", attrReconcileResult.String("error")))
+	assert.Equal(t, int64(1), counter(t, rm, "idem.client.reconciliations", attrReconcileResult.String("succeeded")))
+}
+
+// Without providers every hook is a nil check: none allocates.
+func TestTelemetryHooksWithoutProvidersDoNotAllocate(t *testing.T) {
+	c := newTestClient(t)
+	require.Nil(t, c.tel)
+	ctx := context.Background()
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/", nil)
+	require.NoError(t, err)
+	p := &attemptPolicy{c: c, cl: &call{req: req}}
+	var st sendState
+	allocs := testing.AllocsPerRun(100, func() {
+		c.tel.sawRecord(ctx, nil)
+		c.tel.startAttempt(ctx, p, req)
+		c.tel.observeChecks(&st.rc, p)
+		c.tel.reconciled(ctx, OutcomeUnknown, nil)
+		c.tel.close()
+	})
+	assert.Zero(t, allocs)
+	assert.Nil(t, st.rc.CheckRetry, "the policy's own check stays in place")
+}
