@@ -471,3 +471,27 @@ func TestTelemetryHooksWithoutProvidersDoNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 	assert.Nil(t, st.rc.CheckRetry, "the policy's own check stays in place")
 }
+
+// Concurrent Do calls on one Intent, observed, send once and race on
+// nothing (run with -race).
+func TestTelemetryConcurrentDoOnOneIntent(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	rec, opts := withRecordedTelemetry(t)
+	c := newTestClient(t, opts...)
+	in := begin(t, c, "otel-concurrent", paymentRequest(t, srv.URL, 10, "otel-concurrent"))
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Do(context.Background(), in)
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, srv.PaymentCount())
+	assert.Len(t, spansNamed(rec.spans.Ended(), "idem.Do"), 4)
+	assert.Len(t, spansNamed(rec.spans.Ended(), http.MethodPost), 1)
+	assert.Equal(t, int64(3), counter(t, rec.metrics(t), "idem.client.replays", attrReplay.String("local")))
+}
