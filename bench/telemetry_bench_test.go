@@ -13,12 +13,12 @@ import (
 	"github.com/idemkit/idem"
 )
 
-// BenchmarkCallTelemetry is BenchmarkCall's memory-keystore call with
+// BenchmarkTelemetryCall is BenchmarkCall's memory-keystore call with
 // OpenTelemetry: none (the Client's default), the API's no-op providers,
 // and the SDK's providers (spans sampled and dropped, metrics aggregated
 // for a reader that is never collected), beside the plain POST. What
 // tracing and metrics cost is the difference with telemetry=none.
-func BenchmarkCallTelemetry(b *testing.B) {
+func BenchmarkTelemetryCall(b *testing.B) {
 	srv := newPaymentServer(b)
 	url := srv.URL + "/v1/payments"
 	hc := srv.Client()
