@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -494,4 +495,21 @@ func TestTelemetryConcurrentDoOnOneIntent(t *testing.T) {
 	assert.Len(t, spansNamed(rec.spans.Ended(), "idem.Do"), 4)
 	assert.Len(t, spansNamed(rec.spans.Ended(), http.MethodPost), 1)
 	assert.Equal(t, int64(3), counter(t, rec.metrics(t), "idem.client.replays", attrReplay.String("local")))
+}
+
+// The library packages depend on OpenTelemetry's API alone: the SDK and
+// exporters are for tests, examples and the application.
+func TestLibraryPackagesDoNotImportTheOpenTelemetrySDK(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH to list the packages' dependencies")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".", "./server", "./keystore", "./dialect").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, dep := range strings.Fields(string(out)) {
+		assert.False(t, strings.HasPrefix(dep, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(dep, "go.opentelemetry.io/otel/exporters"),
+			"a library package depends on %s", dep)
+	}
+	assert.Contains(t, strings.Fields(string(out)), "go.opentelemetry.io/otel/trace", "the client does use the API")
 }
