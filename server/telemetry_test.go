@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +19,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/server"
+	"github.com/idemkit/idem/server/pgstore"
 )
 
 // telemetryRig records a layer's spans and metrics with the SDK's
@@ -327,4 +330,36 @@ func TestTelemetryOnceDecisions(t *testing.T) {
 			"the key hash extends the logs' key_hash")
 	}
 	assertNoRawKey(t, tel, rm, "otel-once-")
+}
+
+// A real Postgres store that stops answering (a proxy that stalls) makes
+// a Once call a store timeout: counted as store_unavailable, and as a
+// reserve error of type timeout.
+func TestTelemetryOnceStalledPostgresIsAStoreTimeout(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.PostgresDSN(t)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	proxy := testenv.StartPauseProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	store, err := pgstore.Open(t.Context(), u.String(), pgstore.WithSchema(testenv.PostgresSchema(t, dsn, "idemotel_")))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	tel := newTelemetryRig(t)
+	opts := append([]server.Option{server.WithStoreTimeout(testStoreTimeout)}, tel.opts...)
+	ok := func(context.Context) ([]byte, error) { return []byte("done"), nil }
+
+	_, err = server.Once(t.Context(), store, onceScope, "otel-pg-before", "fp", ok, opts...)
+	require.NoError(t, err)
+	proxy.Pause()
+	_, err = server.Once(t.Context(), store, onceScope, "otel-pg-stalled", "fp", ok, opts...)
+	require.ErrorIs(t, err, server.ErrStoreTimeout)
+	proxy.Resume()
+
+	rm := tel.metrics(t)
+	assert.Equal(t, int64(1), count(t, rm, "idem.server.once.calls", decision("executed")))
+	assert.Equal(t, int64(1), count(t, rm, "idem.server.once.calls", decision("store_unavailable")))
+	assert.Equal(t, int64(1), count(t, rm, "idem.server.store.errors",
+		attribute.String("idem.store.operation", "reserve"), attribute.String("error.type", "timeout")))
+	assert.Equal(t, uint64(2), recordings(t, rm, "idem.server.store.duration", attribute.String("idem.store.operation", "reserve")))
 }
