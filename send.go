@@ -88,7 +88,6 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		res.stop = err
 		return res
 	}
-	c.tel.startAttempt(ctx, p, first)
 	st.req.Request = first
 	var body any // untyped nil: no body and no chunked encoding
 	if len(cl.body) > 0 {
@@ -98,6 +97,7 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		res.stop = err
 		return res
 	}
+	c.tel.startAttempt(ctx, p, first)
 	st.rc = retryablehttp.Client{
 		HTTPClient:   cl.client,
 		RetryMax:     c.cfg.maxAttempts - 1,
