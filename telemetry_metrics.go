@@ -178,7 +178,12 @@ func (cm *clientMetrics) close() {
 // recordAttempt records one attempt: idem.client.attempts and
 // http.client.request.duration.
 func (cm *clientMetrics) recordAttempt(ctx context.Context, d time.Duration, method string, status int, errType, outcome string, server []attribute.KeyValue) {
-	cm.attempts.Add(ctx, 1, metric.WithAttributes(semconv.HTTPRequestMethodKey.String(method), attrAttemptOutcome.String(outcome)))
+	if cm.attempts.Enabled(ctx) {
+		cm.attempts.Add(ctx, 1, metric.WithAttributes(semconv.HTTPRequestMethodKey.String(method), attrAttemptOutcome.String(outcome)))
+	}
+	if !cm.requestDuration.Enabled(ctx) {
+		return // a no-op provider: no attributes to build
+	}
 	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs, semconv.HTTPRequestMethodKey.String(method))
 	attrs = append(attrs, server...)
@@ -193,7 +198,9 @@ func (cm *clientMetrics) recordAttempt(ctx context.Context, d time.Duration, met
 
 // recordDo records what a Do came to: its duration, a replay, a give-up.
 func (cm *clientMetrics) recordDo(ctx context.Context, d time.Duration, outcome, replay, reason string) {
-	cm.doDuration.Record(ctx, d.Seconds(), metric.WithAttributes(attrOutcome.String(outcome)))
+	if cm.doDuration.Enabled(ctx) {
+		cm.doDuration.Record(ctx, d.Seconds(), metric.WithAttributes(attrOutcome.String(outcome)))
+	}
 	if replay != "" {
 		cm.replays.Add(ctx, 1, metric.WithAttributes(attrReplay.String(replay)))
 	}
