@@ -203,9 +203,11 @@ func (obs *observation) end() {
 	if obs.mismatch {
 		attrs = append(attrs, attrMismatch.Bool(true))
 	}
-	switch obs.decision {
-	case decisionStoreUnavailable, decisionError, decisionFenced:
+	switch {
+	case obs.decision == decisionStoreUnavailable, obs.decision == decisionError, obs.decision == decisionFenced:
 		obs.span.SetStatus(codes.Error, obs.decision)
+	case obs.settlement == "fenced", obs.settlement == "store_error":
+		obs.span.SetStatus(codes.Error, obs.settlement)
 	}
 	obs.span.SetAttributes(attrs...)
 	obs.span.End()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -362,4 +363,37 @@ func TestTelemetryOnceStalledPostgresIsAStoreTimeout(t *testing.T) {
 	assert.Equal(t, int64(1), count(t, rm, "idem.server.store.errors",
 		attribute.String("idem.store.operation", "reserve"), attribute.String("error.type", "timeout")))
 	assert.Equal(t, uint64(2), recordings(t, rm, "idem.server.store.duration", attribute.String("idem.store.operation", "reserve")))
+}
+
+// A request whose lease runs out while its handler runs, and whose key a
+// retry takes over, finds its answer fenced: counted as executed with the
+// settlement fenced, the span in error.
+func TestTelemetryLeaseLostIsCountedAsFenced(t *testing.T) {
+	t.Parallel()
+	tel := newTelemetryRig(t)
+	rig := newRig(t, append([]server.Option{server.WithLease(time.Minute)}, tel.opts...)...)
+	const key = "otel-fenced-key-0c41"
+	var h http.Handler
+	first := true
+	h = rig.idem.Wrap(paymentsRoute, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if first {
+			first = false
+			rig.clock.Advance(2 * time.Minute)
+			retry := serve(h, post(key, `{"amount":3}`))
+			require.Equal(t, http.StatusCreated, retry.Code, "the retry takes the key over")
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	serve(h, post(key, `{"amount":3}`))
+
+	rm := tel.metrics(t)
+	assert.Equal(t, int64(1), count(t, rm, "idem.server.requests", decision("executed"), attribute.String("idem.settlement", "fenced")))
+	assert.Equal(t, int64(1), count(t, rm, "idem.server.requests", decision("executed"), attribute.String("idem.settlement", "stored")))
+	assert.Equal(t, int64(1), count(t, rm, "idem.server.store.errors",
+		attribute.String("idem.store.operation", "complete"), attribute.String("error.type", "fenced")))
+	spans := ended(tel, "idem.server")
+	require.Len(t, spans, 2)
+	assert.Equal(t, "fenced", spanValue(spans[1], "idem.settlement"), "the outer request ends last")
+	assert.Equal(t, codes.Error, spans[1].Status().Code)
+	assert.Equal(t, codes.Unset, spans[0].Status().Code)
 }
