@@ -24,6 +24,19 @@ type memRecord struct {
 	response []byte // encodeResponse of the stored answer, once completed
 }
 
+// memRecordOverhead is what a record costs beyond its strings and
+// response, for the store's byte bound: the memRecord in its map slot, the
+// map's control bytes and spare slots, and string headers, rounded up.
+const memRecordOverhead = 192
+
+// memRecordSize is the memory r, the record of (scope, key), is counted
+// as taking. The scope is counted with every record although records of
+// one scope share it: the bound errs on the safe side.
+func memRecordSize(scope Scope, key string, r memRecord) int64 {
+	return int64(memRecordOverhead + len(key) + len(scope.Principal) + len(scope.Method) + len(scope.Route) +
+		len(r.fingerprint) + len(r.token) + len(r.response))
+}
+
 // record returns the public form of r, with memory of its own: callers
 // never share the store's.
 func (r memRecord) record(scope Scope, key string) *Record {

@@ -6,31 +6,83 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // errStoreClosed is returned by every MemoryStore call after Close.
 var errStoreClosed = errors.New("server: memory store is closed")
 
-// MemoryStore is a Store held in process memory, guarded by one mutex:
-// every method runs as one critical section, which makes Reserve an atomic
-// create-if-absent and Complete/Release a compare-and-set on the token.
-// What goes in is copied in and what comes out is copied out, so callers
-// never share the store's memory. Nothing survives the process.
-type MemoryStore struct {
-	now   func() time.Time
-	grace time.Duration // how long a reservation outlives its lease
+// memShardCount is how many independently locked parts a MemoryStore is
+// split into. A sweep holds one part's lock at a time, so a request waits
+// at most for the examination of one part, 1/256th of the store, and
+// requests on different parts never wait for each other.
+const memShardCount = 256
 
+// MemoryStore is a Store held in process memory. Its records are split by
+// (scope, key) hash into parts, each guarded by its own mutex: every
+// method on a key runs as one critical section of its part, which makes
+// Reserve an atomic create-if-absent and Complete/Release a
+// compare-and-set on the token. What goes in is copied in and what comes
+// out is copied out, so callers never share the store's memory. Nothing
+// survives the process.
+//
+// The store is bounded (WithCapacity): when it holds as many records, or
+// as many bytes, as allowed, a Reserve of a new key first reclaims the
+// records of its part that are due (see Sweep), and if none are, fails
+// with ErrStoreFull, which the middleware answers 503 with Retry-After.
+// An unexpired completion is never dropped to make room, and a retry of
+// a key the store holds is answered as ever, full or not.
+type MemoryStore struct {
+	now        func() time.Time
+	grace      time.Duration // how long a reservation outlives its lease
+	maxRecords int64
+	maxBytes   int64
+	seed       maphash.Seed
+
+	count atomic.Int64 // records held
+	bytes atomic.Int64 // their memRecordSize total
+
+	sweepCursor atomic.Uint32  // the part the next Sweep starts at
+	sweepWanted chan struct{}  // signalled when a Reserve was refused for room
+	sweepHook   func(part int) // tests: called by Sweep holding a part's lock
+
+	shards [memShardCount]memShard
+}
+
+// memShard is one independently locked part of a MemoryStore.
+type memShard struct {
 	mu      sync.Mutex
 	closed  bool
 	records map[Scope]map[string]memRecord // scope → key → record
+	_       [64]byte                       // keeps neighbouring locks off one cache line
 }
+
+// ErrStoreFull means the store holds as many records or bytes as it may,
+// none of them due for deletion: a new key was refused, and nothing ran.
+// Retries of keys the store holds are still answered. The middleware
+// answers it 503 /store-unavailable with Retry-After.
+var ErrStoreFull = errors.New("server: idempotency store is full")
+
+// Default bounds of a MemoryStore (WithCapacity).
+const (
+	// DefaultMaxRecords is how many records a MemoryStore holds at most:
+	// about a day of 12 requests a second at the default retention.
+	DefaultMaxRecords = 1 << 20
+	// DefaultMaxBytes bounds the memory a MemoryStore's records take, as
+	// estimated by the store (keys, fingerprints and stored responses,
+	// plus a fixed cost per record).
+	DefaultMaxBytes = 1 << 30
+)
 
 // memoryConfig holds MemoryStore options.
 type memoryConfig struct {
-	now   func() time.Time
-	grace time.Duration
+	now        func() time.Time
+	grace      time.Duration
+	maxRecords int64
+	maxBytes   int64
 }
 
 // MemoryOption configures a MemoryStore.
@@ -59,30 +111,67 @@ func WithReservationGrace(d time.Duration) MemoryOption {
 	}
 }
 
+// WithCapacity bounds the store to maxRecords records and maxBytes bytes
+// of records (defaults DefaultMaxRecords and DefaultMaxBytes; a
+// non-positive value keeps its default). The bounds are checked when a
+// new key is reserved: a completion is always stored, so the byte total
+// may pass maxBytes by the responses of the reservations in flight.
+func WithCapacity(maxRecords int, maxBytes int64) MemoryOption {
+	return func(c *memoryConfig) {
+		if maxRecords > 0 {
+			c.maxRecords = int64(maxRecords)
+		}
+		if maxBytes > 0 {
+			c.maxBytes = maxBytes
+		}
+	}
+}
+
 // NewMemoryStore returns an empty in-memory Store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	cfg := memoryConfig{now: time.Now, grace: DefaultReservationGrace}
+	cfg := memoryConfig{now: time.Now, grace: DefaultReservationGrace, maxRecords: DefaultMaxRecords, maxBytes: DefaultMaxBytes}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	return &MemoryStore{
-		now:     cfg.now,
-		grace:   cfg.grace,
-		records: make(map[Scope]map[string]memRecord),
+	s := &MemoryStore{
+		now:         cfg.now,
+		grace:       cfg.grace,
+		maxRecords:  cfg.maxRecords,
+		maxBytes:    cfg.maxBytes,
+		seed:        maphash.MakeSeed(),
+		sweepWanted: make(chan struct{}, 1),
 	}
+	for i := range s.shards {
+		s.shards[i].records = make(map[Scope]map[string]memRecord)
+	}
+	return s
 }
 
 var _ Store = (*MemoryStore)(nil)
 
-// lock takes the mutex unless ctx is done or the store is closed; on nil
+// shardOf returns the part holding (scope, key).
+func (s *MemoryStore) shardOf(scope Scope, key string) *memShard {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(key)
+	h.WriteByte(0)
+	h.WriteString(scope.Principal)
+	h.WriteByte(0)
+	h.WriteString(scope.Method)
+	h.WriteByte(0)
+	h.WriteString(scope.Route)
+	return &s.shards[h.Sum64()%memShardCount]
+}
+
+// lock takes sh's mutex unless ctx is done or the store is closed; on nil
 // error the caller must unlock.
-func (s *MemoryStore) lock(ctx context.Context) error {
+func (sh *memShard) lock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	sh.mu.Lock()
+	if sh.closed {
+		sh.mu.Unlock()
 		return errStoreClosed
 	}
 	return nil
@@ -91,6 +180,7 @@ func (s *MemoryStore) lock(ctx context.Context) error {
 // Reserve implements Store. An expired lease is taken over only by a
 // request with the same fingerprint: a different payload under the key is
 // a reused key whatever the record's state, and the record is returned.
+// A new key is refused with ErrStoreFull when the store is full.
 func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint string, lease time.Duration) (*Reservation, *Record, error) {
 	if key == "" || fingerprint == "" {
 		return nil, nil, errors.New("server: reserve needs a key and a fingerprint")
@@ -98,29 +188,73 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	if lease <= 0 {
 		return nil, nil, fmt.Errorf("server: lease must be positive, got %v", lease)
 	}
-	if err := s.lock(ctx); err != nil {
+	sh := s.shardOf(scope, key)
+	if err := sh.lock(ctx); err != nil {
 		return nil, nil, err
 	}
-	defer s.mu.Unlock()
+	defer sh.mu.Unlock()
 
-	byKey := s.records[scope]
-	if byKey == nil {
-		byKey = make(map[string]memRecord)
-		s.records[scope] = byKey
-	}
 	now := s.now()
-	if existing, ok := byKey[key]; ok && !reservable(existing, fingerprint, now) {
+	existing, found := sh.records[scope][key]
+	if found && !reservable(existing, fingerprint, now) {
 		return nil, existing.record(scope, key), nil
 	}
 	token := newFencingToken()
-	byKey[key] = memRecord{
+	rec := memRecord{
 		fingerprint: fingerprint,
 		token:       token,
 		createdAt:   now,
 		deadline:    now.Add(lease),
 	}
+	size := memRecordSize(scope, key, rec)
+	if found {
+		s.bytes.Add(size - memRecordSize(scope, key, existing))
+	} else if err := s.admit(sh, size, now); err != nil {
+		return nil, nil, err
+	}
+	byKey := sh.records[scope]
+	if byKey == nil {
+		byKey = make(map[string]memRecord)
+		sh.records[scope] = byKey
+	}
+	byKey[key] = rec
 	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 }
+
+// admit counts a new record of size bytes in, or returns ErrStoreFull
+// when there is no room for it even after sh's due records are reclaimed.
+// Callers hold sh's lock.
+func (s *MemoryStore) admit(sh *memShard, size int64, now time.Time) error {
+	if s.take(size) {
+		return nil
+	}
+	if s.reclaim(sh, now, -1) > 0 && s.take(size) {
+		return nil
+	}
+	select { // ask the sweeper to reclaim the other parts now
+	case s.sweepWanted <- struct{}{}:
+	default:
+	}
+	return ErrStoreFull
+}
+
+// take counts one record of size bytes in if both bounds allow it.
+func (s *MemoryStore) take(size int64) bool {
+	if s.count.Add(1) > s.maxRecords {
+		s.count.Add(-1)
+		return false
+	}
+	if s.bytes.Add(size) > s.maxBytes {
+		s.bytes.Add(-size)
+		s.count.Add(-1)
+		return false
+	}
+	return true
+}
+
+// SweepWanted is signalled when the store refused a new key for want of
+// room: RunSweeper then sweeps at once instead of at its next interval.
+func (s *MemoryStore) SweepWanted() <-chan struct{} { return s.sweepWanted }
 
 // reservable reports whether a new request may take over rec at now: a
 // completed record past its retention, or a reservation past its lease
@@ -134,68 +268,82 @@ func reservable(rec memRecord, fingerprint string, now time.Time) bool {
 
 // Complete implements Store.
 func (s *MemoryStore) Complete(ctx context.Context, c Completion) error {
-	if err := validateCompletion(c); err != nil {
-		return err
-	}
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	rec, err := s.owned(c.Reservation)
-	if err != nil {
-		return err
-	}
-	s.complete(rec, c)
-	return nil
+	return s.CompleteFunc(ctx, c, nil)
 }
 
 // Release implements Store.
 func (s *MemoryStore) Release(ctx context.Context, r Reservation) error {
-	if err := s.lock(ctx); err != nil {
+	sh := s.shardOf(r.Scope, r.Key)
+	if err := sh.lock(ctx); err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
-	if _, err := s.owned(r); err != nil {
+	defer sh.mu.Unlock()
+	rec, err := owned(sh, r)
+	if err != nil {
 		return err
 	}
-	s.delete(r.Scope, r.Key)
+	s.delete(sh, r.Scope, r.Key, rec)
 	return nil
 }
 
 // Sweep implements Store: it deletes up to limit completed records past
 // their retention and reservations abandoned for longer than the grace.
+// It works through the store one part at a time, holding only that
+// part's lock, and the next call starts where this one stopped.
 func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("server: sweep limit must be positive, got %d", limit)
 	}
-	if err := s.lock(ctx); err != nil {
-		return 0, err
-	}
-	defer s.mu.Unlock()
-	now := s.now()
+	start := int(s.sweepCursor.Load())
 	deleted := 0
-	for scope, byKey := range s.records {
-		for key, rec := range byKey {
-			if deleted == limit {
-				return deleted, nil
-			}
-			if s.sweepable(rec, now) {
-				s.delete(scope, key)
-				deleted++
-			}
+	for i := range memShardCount {
+		part := (start + i) % memShardCount
+		sh := &s.shards[part]
+		if err := sh.lock(ctx); err != nil {
+			return deleted, err
 		}
+		if s.sweepHook != nil {
+			s.sweepHook(part)
+		}
+		deleted += s.reclaim(sh, s.now(), limit-deleted)
+		sh.mu.Unlock()
+		if deleted == limit {
+			s.sweepCursor.Store(uint32(part)) // it may hold more
+			return deleted, nil
+		}
+		s.sweepCursor.Store(uint32((part + 1) % memShardCount))
 	}
 	return deleted, nil
 }
 
-// delete removes a record, and its scope's map once empty. Callers hold
-// mu.
-func (s *MemoryStore) delete(scope Scope, key string) {
-	byKey := s.records[scope]
+// reclaim deletes up to limit (all when negative) of sh's records that
+// are due at now and returns how many it deleted. Callers hold sh's lock.
+func (s *MemoryStore) reclaim(sh *memShard, now time.Time, limit int) int {
+	deleted := 0
+	for scope, byKey := range sh.records {
+		for key, rec := range byKey {
+			if deleted == limit {
+				return deleted
+			}
+			if s.sweepable(rec, now) {
+				s.delete(sh, scope, key, rec)
+				deleted++
+			}
+		}
+	}
+	return deleted
+}
+
+// delete removes rec, the record of (scope, key), and its scope's map
+// once empty. Callers hold sh's lock.
+func (s *MemoryStore) delete(sh *memShard, scope Scope, key string, rec memRecord) {
+	byKey := sh.records[scope]
 	delete(byKey, key)
 	if len(byKey) == 0 {
-		delete(s.records, scope)
+		delete(sh.records, scope)
 	}
+	s.count.Add(-1)
+	s.bytes.Add(-memRecordSize(scope, key, rec))
 }
 
 // sweepable reports whether Sweep may delete rec at now.
@@ -206,9 +354,10 @@ func (s *MemoryStore) sweepable(rec memRecord, now time.Time) bool {
 	return !now.Before(rec.deadline.Add(s.grace))
 }
 
-// owned returns the record r's token owns, or ErrFenced. Callers hold mu.
-func (s *MemoryStore) owned(r Reservation) (memRecord, error) {
-	rec, ok := s.records[r.Scope][r.Key]
+// owned returns the record r's token owns, or ErrFenced. Callers hold the
+// lock of sh, r's part.
+func owned(sh *memShard, r Reservation) (memRecord, error) {
+	rec, ok := sh.records[r.Scope][r.Key]
 	if !ok || rec.completed || r.Token == "" || rec.token != r.Token {
 		return memRecord{}, ErrFenced
 	}
@@ -216,13 +365,18 @@ func (s *MemoryStore) owned(r Reservation) (memRecord, error) {
 }
 
 // complete stores rec, the record c's reservation owns, as the completed
-// record of c. Callers hold mu and have checked the token with owned.
-func (s *MemoryStore) complete(rec memRecord, c Completion) {
+// record of c. Callers hold the lock of sh, its part, and have checked the
+// token with owned. The byte bound is not checked: a completion is never
+// refused for room.
+func (s *MemoryStore) complete(sh *memShard, rec memRecord, c Completion) {
+	scope, key := c.Reservation.Scope, c.Reservation.Key
+	before := memRecordSize(scope, key, rec)
 	rec.completed = true
 	rec.token = ""
 	rec.deadline = s.now().Add(c.Retention)
 	rec.response = encodeResponse(c.Response)
-	s.records[c.Reservation.Scope][c.Reservation.Key] = rec
+	sh.records[scope][key] = rec
+	s.bytes.Add(memRecordSize(scope, key, rec) - before)
 }
 
 // validateCompletion rejects a completion the memory store cannot hold.
@@ -236,36 +390,43 @@ func validateCompletion(c Completion) error {
 
 // CompleteFunc runs effect and completes c's reservation in one atomic
 // step, the memory store's form of committing an effect in the same
-// transaction as the key: effect runs under the store's lock, only while
-// c's token owns the key (ErrFenced otherwise, and effect never runs),
-// and the key is completed only if effect returns nil. effect must not
-// call the store. A handler calls it with the completion of its Held
-// reservation, then Held.MarkCompleted.
+// transaction as the key: effect runs under the lock of the key's part,
+// only while c's token owns the key (ErrFenced otherwise, and effect
+// never runs), and the key is completed only if effect returns nil.
+// effect must not call the store. A nil effect completes the key alone.
+// A handler calls it with the completion of its Held reservation, then
+// Held.MarkCompleted.
 func (s *MemoryStore) CompleteFunc(ctx context.Context, c Completion, effect func() error) error {
 	if err := validateCompletion(c); err != nil {
 		return err
 	}
-	if err := s.lock(ctx); err != nil {
+	sh := s.shardOf(c.Reservation.Scope, c.Reservation.Key)
+	if err := sh.lock(ctx); err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
-	rec, err := s.owned(c.Reservation)
+	defer sh.mu.Unlock()
+	rec, err := owned(sh, c.Reservation)
 	if err != nil {
 		return err
 	}
-	if err := effect(); err != nil {
-		return err
+	if effect != nil {
+		if err := effect(); err != nil {
+			return err
+		}
 	}
-	s.complete(rec, c)
+	s.complete(sh, rec, c)
 	return nil
 }
 
 // Close implements Store. Later calls fail; closing twice is harmless.
 func (s *MemoryStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	s.records = nil
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.closed = true
+		sh.records = nil
+		sh.mu.Unlock()
+	}
 	return nil
 }
 
@@ -283,13 +444,25 @@ func newFencingToken() string {
 // Lookup returns the record of (scope, key), or nil when there is none:
 // what a retry would find, for tests and diagnostics.
 func (s *MemoryStore) Lookup(ctx context.Context, scope Scope, key string) (*Record, error) {
-	if err := s.lock(ctx); err != nil {
+	sh := s.shardOf(scope, key)
+	if err := sh.lock(ctx); err != nil {
 		return nil, err
 	}
-	defer s.mu.Unlock()
-	rec, ok := s.records[scope][key]
+	defer sh.mu.Unlock()
+	rec, ok := sh.records[scope][key]
 	if !ok {
 		return nil, nil
 	}
 	return rec.record(scope, key), nil
+}
+
+// Capacity returns the store's bounds, as WithCapacity set them.
+func (s *MemoryStore) Capacity() (maxRecords int, maxBytes int64) {
+	return int(s.maxRecords), s.maxBytes
+}
+
+// Usage returns how many records the store holds and their size in bytes
+// as the capacity bounds count them.
+func (s *MemoryStore) Usage() (records int, bytes int64) {
+	return int(s.count.Load()), s.bytes.Load()
 }

@@ -138,6 +138,9 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	res, rec, err := m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
 	cancel()
 	switch {
+	case errors.Is(err, ErrStoreFull):
+		log.Warn("idempotency store full; new key refused", "err", err)
+		ans.StoreUnavailable(w)
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
 		m.decided(r, decisionStoreUnavailable, key)

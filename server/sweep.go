@@ -16,7 +16,8 @@ const (
 // past their retention, abandoned reservations): once at start, then
 // every interval, in batches of batch (each batch is one short store
 // call, so a large backlog never holds the store for long), until ctx
-// ends. A non-positive interval or batch takes the default. Errors are
+// ends. A store with a SweepWanted channel (MemoryStore) is also swept as
+// soon as it signals it, when it refused a new key for want of room. A non-positive interval or batch takes the default. Errors are
 // logged and the next round tries again; counts are logged at Debug. A
 // nil logger is silent.
 func RunSweeper(ctx context.Context, store Store, interval time.Duration, batch int, logger *slog.Logger) {
@@ -31,15 +32,23 @@ func RunSweeper(ctx context.Context, store Store, interval time.Duration, batch 
 	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	var wanted <-chan struct{} // nil, never ready, unless the store has one
+	if w, ok := store.(sweepWanter); ok {
+		wanted = w.SweepWanted()
+	}
 	for {
 		sweepOnce(ctx, store, batch, logger)
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-wanted:
 		}
 	}
 }
+
+// sweepWanter is a store that asks to be swept early.
+type sweepWanter interface{ SweepWanted() <-chan struct{} }
 
 // sweepOnce deletes batches until one comes back short, ctx ends or the
 // store fails.

@@ -21,11 +21,19 @@ var errStoreClosed = errors.New("testserver: memory store is closed")
 // CompleteFunc, so the two commit together or not at all. What goes in is
 // copied in and what comes out is copied out. Nothing survives the
 // process.
+//
+// Payments and operations are never purged, so they are bounded too: the
+// store holds at most as many of them together as its records
+// (server.WithCapacity, default server.DefaultMaxRecords), then refuses
+// new ones with server.ErrStoreFull, answered 503 with Retry-After like
+// a full record store; what it holds stays readable and replayable.
 type MemoryStore struct {
 	*server.MemoryStore
 
 	mu         sync.Mutex
 	closed     bool
+	objects    int // payments and operations held
+	maxObjects int
 	payments   map[string]map[string]storedPayment // principal → id → payment
 	operations map[string]map[string]Operation     // principal → id → operation
 	seq        uint64                              // insertion order, a tie-break for equal times
@@ -38,8 +46,11 @@ type storedPayment struct {
 
 // NewMemoryStore returns an empty in-memory Store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	records := server.NewMemoryStore(opts...)
+	maxObjects, _ := records.Capacity()
 	return &MemoryStore{
-		MemoryStore: server.NewMemoryStore(opts...),
+		MemoryStore: records,
+		maxObjects:  maxObjects,
 		payments:    make(map[string]map[string]storedPayment),
 		operations:  make(map[string]map[string]Operation),
 	}
@@ -103,13 +114,21 @@ func (s *MemoryStore) CreateOperation(ctx context.Context, op Operation, c *Comp
 // insertWithCompletion runs insert under the payments lock and, when c is
 // non-nil, inside CompleteFunc: the key is completed only if the insert
 // succeeds, and nothing is inserted if the token no longer owns the key.
+// A full store refuses the insert with server.ErrStoreFull.
 func (s *MemoryStore) insertWithCompletion(ctx context.Context, c *Completion, insert func() error) error {
 	locked := func() error {
 		if err := s.lock(ctx); err != nil {
 			return err
 		}
 		defer s.mu.Unlock()
-		return insert()
+		if s.objects >= s.maxObjects {
+			return fmt.Errorf("testserver: %d payments and operations held: %w", s.objects, ErrStoreFull)
+		}
+		if err := insert(); err != nil {
+			return err
+		}
+		s.objects++
+		return nil
 	}
 	if c == nil {
 		return locked()

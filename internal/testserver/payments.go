@@ -214,7 +214,7 @@ func (a *paymentsAPI) commit(w http.ResponseWriter, r *http.Request, resp Respon
 
 // writeStoreError maps a store error to its problem: ErrNotFound → 404,
 // ErrFenced → 409 (a newer request owns the key and nothing was written),
-// anything else → 503 with Retry-After.
+// anything else (a full store included) → 503 with Retry-After.
 func (a *paymentsAPI) writeStoreError(w http.ResponseWriter, err error, resource string) {
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -222,6 +222,10 @@ func (a *paymentsAPI) writeStoreError(w http.ResponseWriter, err error, resource
 	case errors.Is(err, ErrFenced):
 		WriteProblem(w, http.StatusConflict, ProblemInProgress, "Request in progress",
 			"a newer request with this idempotency key owns it; nothing was written", storeRetryAfter)
+	case errors.Is(err, ErrStoreFull):
+		a.logger.Warn("store full; new payment refused", "err", err)
+		WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Store full",
+			"the server's store is full; nothing was written; retry later", storeRetryAfter)
 	default:
 		a.logger.Error("store failed", "err", err)
 		WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Store unavailable",

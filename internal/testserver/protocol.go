@@ -45,6 +45,7 @@ const (
 
 var (
 	ErrFenced          = server.ErrFenced
+	ErrStoreFull       = server.ErrStoreFull
 	ErrMissingKey      = server.ErrMissingKey
 	ErrInvalidKey      = server.ErrInvalidKey
 	ParseKey           = server.ParseKey
@@ -60,4 +61,7 @@ var (
 	WithClock          = server.WithClock
 	// WithReservationGrace sets a MemoryStore's reservation grace.
 	WithReservationGrace = server.WithReservationGrace
+	// WithCapacity bounds a MemoryStore's records, and its payments and
+	// operations as many.
+	WithCapacity = server.WithCapacity
 )
