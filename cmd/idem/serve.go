@@ -18,6 +18,7 @@ import (
 	"github.com/idemkit/idem/internal/testserver"
 	"github.com/idemkit/idem/internal/testserver/pgstore"
 	"github.com/idemkit/idem/internal/testserver/redisstore"
+	"github.com/idemkit/idem/server"
 )
 
 // adminTokenEnv names the environment variable that carries the admin
@@ -30,6 +31,8 @@ type serveFlags struct {
 	store           string
 	storeSchema     string
 	storePrefix     string
+	memRecords      int
+	memBytes        int64
 	retention       time.Duration
 	lease           time.Duration
 	payoutDelay     time.Duration
@@ -70,7 +73,9 @@ Idempotency-Key and follow the idempotency protocol (in the default dialect).
 "Authorization: Bearer <token>" names the principal.
 
 --store says where keys and payments live: "memory" (the default; lost on
-exit), a postgres:// URL (several replicas may share one database and
+exit; bounded by --memory-max-records and --memory-max-bytes, past which
+new keys and payments are answered 503 with Retry-After while held keys
+still replay), a postgres:// URL (several replicas may share one database and
 --store-schema; the payment and its key commit in one transaction), or a
 redis:// URL (shared too, but Redis may lose acknowledged writes unless it
 runs with appendfsync always).
@@ -112,6 +117,10 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.StringVar(&f.store, "store", "memory", "where keys and payments live: "+storeForms)
 	fl.StringVar(&f.storeSchema, "store-schema", pgstore.DefaultSchema, "Postgres schema of the store's tables (postgres store only)")
 	fl.StringVar(&f.storePrefix, "store-prefix", redisstore.DefaultPrefix, "prefix of every key the store writes (redis store only)")
+	fl.IntVar(&f.memRecords, "memory-max-records", server.DefaultMaxRecords,
+		"most idempotency records, and most payments, the memory store holds; past it new keys are answered 503 (memory store only)")
+	fl.Int64Var(&f.memBytes, "memory-max-bytes", server.DefaultMaxBytes,
+		"most bytes of idempotency records the memory store holds; past it new keys are answered 503 (memory store only)")
 	fl.StringVar(&f.dialect, "dialect", testserver.DefaultDialect, "idempotency dialect to speak: "+dialectList)
 	fl.DurationVar(&f.retention, "retention", testserver.DefaultRetention, "how long completed keys are replayed; unset, the --dialect's figure")
 	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
@@ -145,6 +154,9 @@ func (f serveFlags) validate() error {
 	}
 	if _, err := parseStoreKind(f.store); err != nil {
 		errs = append(errs, err)
+	}
+	if f.memRecords <= 0 || f.memBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--memory-max-records and --memory-max-bytes must be positive, got %d and %d", f.memRecords, f.memBytes))
 	}
 	for name, n := range map[string]int{"--fail-next": f.failNext, "--lose-next": f.loseNext, "--reset-next": f.resetNext} {
 		if n < 0 {
@@ -215,6 +227,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		testserver.WithAdminToken(f.adminToken),
 		testserver.WithCrashHook(killSelf),
 		testserver.WithServerLogger(logger),
+		testserver.WithMemoryCapacity(f.memRecords, f.memBytes),
 	}
 	if store != nil {
 		opts = append(opts, testserver.WithStore(store))

@@ -177,6 +177,24 @@ func TestServe_ServesPaymentsAndStopsCleanly(t *testing.T) {
 	assert.NotContains(t, logs.text(), "k1", "keys are never logged")
 }
 
+// --memory-max-records bounds the memory store: a new key past it is
+// answered 503 with Retry-After, a held one still replays.
+func TestServe_MemoryBound(t *testing.T) {
+	t.Parallel()
+	url, _, _ := startServe(t, nil, "--memory-max-records", "1")
+	client := noKeepAlive()
+	first, err := send(t, client, http.MethodPost, url+"/v1/payments", "k1", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	full, err := send(t, client, http.MethodPost, url+"/v1/payments", "k2", nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, full.status, full.body)
+	assert.NotEmpty(t, full.header.Get("Retry-After"))
+	replay, err := send(t, client, http.MethodPost, url+"/v1/payments", "k1", nil)
+	require.NoError(t, err)
+	assert.Equal(t, first.body, replay.body)
+}
+
 func TestServe_FaultFlags(t *testing.T) {
 	t.Parallel()
 	url, _, _ := startServe(t, nil,
@@ -242,6 +260,7 @@ func TestServe_RejectsBadFlags(t *testing.T) {
 		"admin token space": {[]string{"--admin", "--admin-token", "a b"}, "admin token"},
 		"admin no token":    {[]string{"--admin"}, "--admin needs a token"},
 		"admin addr":        {[]string{"--admin-token", "t", "--admin-addr", "no-port"}, "listen on --admin-addr no-port"},
+		"memory bound":      {[]string{"--memory-max-records", "0"}, "--memory-max-records and --memory-max-bytes must be positive"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

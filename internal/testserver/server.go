@@ -56,6 +56,10 @@ type config struct {
 	crash         func()
 	sweepInterval time.Duration
 	dialectName   string
+	// memRecords and memBytes bound the default memory store (0: its
+	// defaults).
+	memRecords int
+	memBytes   int64
 	// retentionSet and store5xxSet say the option was given, so the
 	// dialect's defaults do not override it.
 	retentionSet, store5xxSet bool
@@ -129,6 +133,16 @@ func WithCrashHook(crash func()) Option { return func(c *config) { c.crash = cra
 // DefaultSweepInterval).
 func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweepInterval = d } }
 
+// WithMemoryCapacity bounds the default memory store (see
+// server.WithCapacity): at most records idempotency records of at most
+// bytes bytes, and as many payments and operations; past that, new keys
+// and new payments are refused with 503. Zero keeps a default
+// (server.DefaultMaxRecords, server.DefaultMaxBytes). It does not apply
+// to a store given with WithStore.
+func WithMemoryCapacity(records int, bytes int64) Option {
+	return func(c *config) { c.memRecords, c.memBytes = records, bytes }
+}
+
 // New assembles a reference server and starts its sweeper. Invalid
 // options are an error.
 func New(opts ...Option) (*Server, error) {
@@ -156,7 +170,8 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention}
 	if s.store == nil {
-		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention))
+		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention),
+			WithCapacity(cfg.memRecords, cfg.memBytes))
 		s.ownsStore = true
 	}
 	s.handler = s.routes(cfg, dialect)
@@ -193,6 +208,9 @@ func (c *config) validate(dialectErr error) error {
 	positive("lease", c.lease)
 	positive("retention", c.retention)
 	positive("sweep interval", c.sweepInterval)
+	if c.memRecords < 0 || c.memBytes < 0 {
+		errs = append(errs, fmt.Errorf("memory capacity must not be negative, got %d records, %d bytes", c.memRecords, c.memBytes))
+	}
 	if c.maxBody <= 0 {
 		errs = append(errs, fmt.Errorf("max body must be positive, got %d", c.maxBody))
 	}
