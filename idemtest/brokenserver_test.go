@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // flaw is the one way a brokenServer departs from the protocol.
@@ -83,7 +84,7 @@ func (s *brokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, http.StatusNotFound, testserver.ProblemNotFound, 0)
 		return
 	}
-	principal, err := testserver.Principal(r)
+	principal, err := server.BearerPrincipal([]byte("broken server key"))(r)
 	if err != nil {
 		s.problem(w, http.StatusUnauthorized, testserver.ProblemUnauthorized, 0)
 		return

@@ -114,13 +114,11 @@ func (s *Server) PaymentCount() int {
 	return n
 }
 
-// Payments returns the payments of principal (the bearer token; "" means
-// AnonymousPrincipal), newest first.
-func (s *Server) Payments(principal string) []Payment {
-	if principal == "" {
-		principal = AnonymousPrincipal
-	}
-	payments, err := s.ref.Store().ListPayments(context.Background(), principal)
+// Payments returns the payments made with the bearer token ("" for
+// requests without Authorization), newest first. A token is its own
+// principal whatever it says: "anonymous" is not AnonymousPrincipal.
+func (s *Server) Payments(token string) []Payment {
+	payments, err := s.ref.Store().ListPayments(context.Background(), s.ref.PrincipalOf(token))
 	if err != nil {
 		s.fatalf("idemtest: listing payments: %v", err)
 	}

@@ -25,6 +25,10 @@ import (
 // token, so it need not appear in the process list.
 const adminTokenEnv = "IDEM_ADMIN_TOKEN"
 
+// principalKeyEnv names the environment variable that carries the
+// principal key, so it need not appear in the process list.
+const principalKeyEnv = "IDEM_PRINCIPAL_KEY"
+
 // serveFlags are the flags of `idem serve`.
 type serveFlags struct {
 	addr            string
@@ -38,6 +42,7 @@ type serveFlags struct {
 	payoutDelay     time.Duration
 	store5xx        bool
 	adminToken      string
+	principalKey    string
 	admin           bool
 	adminAddr       string
 	timeouts        serveTimeouts
@@ -70,7 +75,11 @@ Idempotency-Key and follow the idempotency protocol (in the default dialect).
   GET  /v1/payments/{id}    GET /v1/payments
   POST /v1/payouts          → 202, poll Location: /v1/operations/{id}
 
-"Authorization: Bearer <token>" names the principal.
+"Authorization: Bearer <token>" names the principal, which is stored only
+as an HMAC of the token under --principal-key (or $` + principalKeyEnv + `): give
+every replica sharing a store, and every restart, the same key. A memory
+store without one uses a random key per process. Requests without
+Authorization share one principal that no token, not even "anonymous", has.
 
 --store says where keys and payments live: "memory" (the default; lost on
 exit; bounded by --memory-max-records and --memory-max-bytes, past which
@@ -97,13 +106,16 @@ SIGINT or SIGTERM drains requests and exits.`,
 		Example: `  idem serve
   idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
   idem serve --dialect stripe
-  idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
-  idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
+  IDEM_PRINCIPAL_KEY=$KEY idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
+  IDEM_PRINCIPAL_KEY=$KEY idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
   IDEM_ADMIN_TOKEN=secret idem serve --admin --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.adminToken == "" {
 				f.adminToken = getenv(adminTokenEnv)
+			}
+			if f.principalKey == "" {
+				f.principalKey = getenv(principalKeyEnv)
 			}
 			// --admin-addr alone is as explicit as --admin.
 			f.admin = f.admin || cmd.Flags().Changed("admin-addr")
@@ -126,6 +138,9 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
 	fl.DurationVar(&f.payoutDelay, "payout-delay", testserver.DefaultPayoutDelay, "how long a payout stays pending")
 	fl.BoolVar(&f.store5xx, "store-5xx", false, "store 5xx answers as final instead of freeing the key; unset, the --dialect's rule")
+	fl.StringVar(&f.principalKey, "principal-key", "",
+		"key of the HMAC that turns bearer tokens into stored principals (default $"+principalKeyEnv+
+			"; required with a shared --store, the same on every replica; random per process for memory)")
 	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token of /admin/faults (default $"+adminTokenEnv+"); needs --admin")
 	fl.BoolVar(&f.admin, "admin", false, "serve /admin/faults (it can kill this process) on --admin-addr")
 	fl.StringVar(&f.adminAddr, "admin-addr", defaultAdminAddr, `address of the admin API (implies --admin); "public" serves it on --addr`)
@@ -162,6 +177,13 @@ func (f serveFlags) validate() error {
 		if n < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", name, n))
 		}
+	}
+	if kind, err := parseStoreKind(f.store); err == nil && kind != storeMemory && f.principalKey == "" {
+		errs = append(errs, fmt.Errorf("a shared --store needs --principal-key or $%s: every replica, and every restart, "+
+			"must hash bearer tokens with the same key, or each puts every caller in a new scope where retries run again", principalKeyEnv))
+	}
+	if f.principalKey != "" && len(f.principalKey) < testserver.MinPrincipalKeyLen {
+		errs = append(errs, fmt.Errorf("--principal-key must be at least %d bytes, got %d", testserver.MinPrincipalKeyLen, len(f.principalKey)))
 	}
 	if f.admin && f.adminToken == "" {
 		errs = append(errs, fmt.Errorf("--admin needs a token: --admin-token or $%s", adminTokenEnv))
@@ -228,6 +250,9 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		testserver.WithCrashHook(killSelf),
 		testserver.WithServerLogger(logger),
 		testserver.WithMemoryCapacity(f.memRecords, f.memBytes),
+	}
+	if f.principalKey != "" {
+		opts = append(opts, testserver.WithPrincipalKey([]byte(f.principalKey)))
 	}
 	if store != nil {
 		opts = append(opts, testserver.WithStore(store))

@@ -23,7 +23,7 @@ const storeSecret = "s3cretPW"
 func runServeCapture(t *testing.T, life time.Duration, args ...string) (error, string) {
 	t.Helper()
 	var stderr lockedBuffer
-	root := newRootCommand(func(string) string { return "" })
+	root := newRootCommand(serveTestEnv(nil))
 	root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "debug"}, args...))
 	root.SetOut(io.Discard)
 	root.SetErr(&stderr)

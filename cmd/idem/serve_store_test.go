@@ -43,7 +43,7 @@ func TestParseStoreKindHidesThePassword(t *testing.T) {
 // runServeArgs runs `idem serve args...` to its end and returns its error.
 func runServeArgs(t *testing.T, args ...string) error {
 	t.Helper()
-	root := newRootCommand(func(string) string { return "" })
+	root := newRootCommand(serveTestEnv(nil))
 	root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
@@ -89,17 +89,21 @@ func TestServe_RedisStoreOutlivesTheProcess(t *testing.T) {
 	assertStoreOutlivesServer(t, args)
 }
 
+// assertStoreOutlivesServer pays as a bearer caller through one server,
+// stops it, and replays through a second on the same store: the two
+// processes share the principal key (serveTestEnv), as replicas must.
 func assertStoreOutlivesServer(t *testing.T, args []string) {
 	t.Helper()
+	auth := http.Header{"Authorization": {"Bearer tok_outlives"}}
 	first, logs, stop := startServe(t, nil, args...)
-	created, err := send(t, noKeepAlive(), http.MethodPost, first+"/v1/payments", "k1", nil)
+	created, err := send(t, noKeepAlive(), http.MethodPost, first+"/v1/payments", "k1", auth)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, created.status, created.body)
 	require.NoError(t, stop())
 	assert.NotContains(t, logs.text(), "s3cret")
 
 	second, _, _ := startServe(t, nil, args...)
-	replay, err := send(t, noKeepAlive(), http.MethodPost, second+"/v1/payments", "k1", nil)
+	replay, err := send(t, noKeepAlive(), http.MethodPost, second+"/v1/payments", "k1", auth)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusCreated, replay.status)
 	assert.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))

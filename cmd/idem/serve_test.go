@@ -76,7 +76,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) (url string
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	logs = tailLog(pr)
-	root := newRootCommand(func(k string) string { return env[k] })
+	root := newRootCommand(serveTestEnv(env))
 	root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
 	root.SetOut(io.Discard)
 	root.SetErr(pw)

@@ -34,7 +34,7 @@ type replica struct {
 func startReplica(t *testing.T, args ...string) *replica {
 	t.Helper()
 	cmd := exec.Command(idemBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = []string{"IDEM_ADMIN_TOKEN="}
+	cmd.Env = []string{"IDEM_ADMIN_TOKEN=", "IDEM_PRINCIPAL_KEY=fleet tests principal key"}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

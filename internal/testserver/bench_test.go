@@ -17,7 +17,7 @@ import (
 func BenchmarkCreatePayment(b *testing.B) {
 	newAPI := func(store Store) *paymentsAPI {
 		return &paymentsAPI{store: store, now: time.Now, maxBody: DefaultMaxBody,
-			payoutDelay: DefaultPayoutDelay, logger: slog.New(slog.DiscardHandler)}
+			payoutDelay: DefaultPayoutDelay, logger: slog.New(slog.DiscardHandler), principal: principalFunc(processPrincipalKey())}
 	}
 	b.Run("protected", func(b *testing.B) {
 		store := NewMemoryStore()

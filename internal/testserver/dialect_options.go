@@ -51,10 +51,10 @@ func (a dialectAnswers) StoreUnavailable(w http.ResponseWriter) { a.d.storeUnava
 func (a dialectAnswers) Replayed(h http.Header, status int) int { return a.d.replayed(h, status) }
 
 // newIdempotency is package server's layer speaking d over store, keys
-// scoped by the raw bearer token (Principal) as the reference server has
-// always stored them; opts come after the dialect's and win.
+// scoped by the keyed hash of the bearer token (the process's key unless
+// opts give a principal); opts come after the dialect's and win.
 func newIdempotency(store server.Store, d Dialect, opts ...server.Option) *server.Middleware {
-	all := append(d.serverOptions(), server.WithPrincipal(Principal))
+	all := append(d.serverOptions(), server.WithPrincipal(principalFunc(processPrincipalKey())))
 	m, err := server.New(store, append(all, opts...)...)
 	if err != nil {
 		panic(err) // unreachable: a store and a principal are always given

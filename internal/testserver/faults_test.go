@@ -114,7 +114,7 @@ func TestLostResponseKeepsTheEffectAndReplays(t *testing.T) {
 	r := do(t, freshClient(), ts.URL, pay("alice", "k"))
 	p := decodePayment(t, r)
 	assert.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
-	stored, err := s.Store().ListPayments(context.Background(), "alice")
+	stored, err := s.Store().ListPayments(context.Background(), s.PrincipalOf("alice"))
 	require.NoError(t, err)
 	require.Len(t, stored, 1)
 	assert.Equal(t, stored[0].ID, p.ID)

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/idemkit/idem/server"
 )
 
 // Payment statuses. Payments settle synchronously in the reference server.
@@ -37,6 +39,7 @@ type paymentsAPI struct {
 	maxBody     int64
 	payoutDelay time.Duration
 	logger      *slog.Logger
+	principal   server.PrincipalFunc
 }
 
 // moneyRequest is the body of POST /v1/payments and POST /v1/payouts.
@@ -79,7 +82,7 @@ func (a *paymentsAPI) createPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *paymentsAPI) getPayment(w http.ResponseWriter, r *http.Request) {
-	principal, ok := requirePrincipal(w, r)
+	principal, ok := a.requirePrincipal(w, r)
 	if !ok {
 		return
 	}
@@ -92,7 +95,7 @@ func (a *paymentsAPI) getPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *paymentsAPI) listPayments(w http.ResponseWriter, r *http.Request) {
-	principal, ok := requirePrincipal(w, r)
+	principal, ok := a.requirePrincipal(w, r)
 	if !ok {
 		return
 	}
@@ -110,7 +113,7 @@ func (a *paymentsAPI) listPayments(w http.ResponseWriter, r *http.Request) {
 // readMoneyRequest authenticates the caller and parses a strict
 // {"amount","currency","reference"} body. On failure it has answered.
 func (a *paymentsAPI) readMoneyRequest(w http.ResponseWriter, r *http.Request) (string, moneyRequest, bool) {
-	principal, ok := requirePrincipal(w, r)
+	principal, ok := a.requirePrincipal(w, r)
 	if !ok {
 		return "", moneyRequest{}, false
 	}
@@ -183,8 +186,8 @@ func truncate(s string, n int) string {
 }
 
 // requirePrincipal answers 401 for a malformed Authorization header.
-func requirePrincipal(w http.ResponseWriter, r *http.Request) (string, bool) {
-	principal, err := Principal(r)
+func (a *paymentsAPI) requirePrincipal(w http.ResponseWriter, r *http.Request) (string, bool) {
+	principal, err := a.principal(r)
 	if err != nil {
 		WriteProblem(w, http.StatusUnauthorized, ProblemUnauthorized, "Unauthorized", err.Error(), 0)
 		return "", false

@@ -91,7 +91,7 @@ func (a *paymentsAPI) createPayout(w http.ResponseWriter, r *http.Request) {
 // getOperation answers the operation's current state, with Retry-After
 // while it is pending.
 func (a *paymentsAPI) getOperation(w http.ResponseWriter, r *http.Request) {
-	principal, ok := requirePrincipal(w, r)
+	principal, ok := a.requirePrincipal(w, r)
 	if !ok {
 		return
 	}

@@ -34,6 +34,7 @@ type Server struct {
 	retention time.Duration
 	faults    *Faults
 	guarded   atomic.Int64
+	principal server.PrincipalFunc
 
 	stopSweeper context.CancelFunc
 	sweeperDone chan struct{}
@@ -60,6 +61,8 @@ type config struct {
 	// defaults).
 	memRecords int
 	memBytes   int64
+	// principalKey keys the principal's HMAC (nil: processPrincipalKey).
+	principalKey []byte
 	// retentionSet and store5xxSet say the option was given, so the
 	// dialect's defaults do not override it.
 	retentionSet, store5xxSet bool
@@ -168,7 +171,11 @@ func New(opts ...Option) (*Server, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention}
+	if cfg.principalKey == nil {
+		cfg.principalKey = processPrincipalKey()
+	}
+	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention,
+		principal: principalFunc(cfg.principalKey)}
 	if s.store == nil {
 		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention),
 			WithCapacity(cfg.memRecords, cfg.memBytes))
@@ -220,6 +227,9 @@ func (c *config) validate(dialectErr error) error {
 	if c.clock == nil {
 		errs = append(errs, errors.New("clock must not be nil"))
 	}
+	if c.principalKey != nil && len(c.principalKey) < MinPrincipalKeyLen {
+		errs = append(errs, fmt.Errorf("principal key must be at least %d bytes, got %d", MinPrincipalKeyLen, len(c.principalKey)))
+	}
 	if c.adminToken != "" && !isVisibleASCII(c.adminToken) {
 		errs = append(errs, errors.New("admin token must be visible ASCII without spaces"))
 	}
@@ -247,8 +257,9 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		maxBody:     cfg.maxBody,
 		payoutDelay: cfg.payoutDelay,
 		logger:      cfg.logger,
+		principal:   s.principal,
 	}
-	idem := newIdempotency(s.store, dialect,
+	idem := newIdempotency(s.store, dialect, server.WithPrincipal(s.principal),
 		server.WithLease(cfg.lease), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
 		server.WithMaxBody(cfg.maxBody), server.WithLogger(cfg.logger))
 	guard := func(route string, h http.HandlerFunc) http.Handler {

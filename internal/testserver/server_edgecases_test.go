@@ -52,7 +52,7 @@ func TestUnavailableIsNeverFinalEvenWithStore5xx(t *testing.T) {
 	}()
 	// Probing with a second request before the first one holds the key
 	// would let the probe take the key and wait out the delay itself.
-	scope := Scope{Principal: "alice", Method: http.MethodPost, Route: routePayments}
+	scope := Scope{Principal: s.PrincipalOf("alice"), Method: http.MethodPost, Route: routePayments}
 	require.Eventually(t, func() bool { return holdsReservation(s, scope, "k-503") },
 		5*time.Second, time.Millisecond, "the first request holds the key")
 	require.Equal(t, http.StatusConflict, do(t, ts.Client(), ts.URL, pay("alice", "k-503")).status)

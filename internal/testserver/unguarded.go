@@ -18,6 +18,7 @@ func UnguardedPaymentsHandler(store Store) http.Handler {
 		maxBody:     DefaultMaxBody,
 		payoutDelay: DefaultPayoutDelay,
 		logger:      slog.New(slog.DiscardHandler),
+		principal:   principalFunc(processPrincipalKey()),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+routePayments, api.createPayment)

@@ -1,12 +1,14 @@
 package pgstore
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -44,4 +46,42 @@ func TestTextPostgresCannotHoldIsABadRequest(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "body: %s", body)
 	assert.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+}
+
+// A bearer token is stored only as its keyed hash: no row of the records
+// or the payments holds it, and the anonymous caller and a token called
+// "anonymous" are two principals.
+func TestBearerTokenIsNeverStored(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.PostgresDSN(t)
+	schema := newSchema(t, dsn)
+	srv, err := testserver.New(testserver.WithStore(openStore(t, dsn, schema)),
+		testserver.WithPrincipalKey([]byte("pgstore test principal key")))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); _ = srv.Close() })
+	const token = "tok_never_stored_4f2a"
+	for _, auth := range []string{"Bearer " + token, "", "Bearer anonymous"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/payments",
+			strings.NewReader(`{"amount":1,"currency":"EUR"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(testserver.KeyHeader, "k-principal")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := ts.Client().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusCreated, resp.StatusCode)
+		assert.Empty(t, resp.Header.Get(testserver.ReplayedHeader), "%q is a principal of its own", auth)
+	}
+	conn, err := pgx.Connect(t.Context(), testenv.DirectDSN(dsn))
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var dump string
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT (SELECT string_agg(p::text, ' ') FROM `+schema+`.payments p) || ' ' ||
+		(SELECT string_agg(r::text, ' ') FROM `+schema+`.idempotency_records r)`).Scan(&dump))
+	assert.Contains(t, dump, "bearer:", "the principal is stored as its hash")
+	assert.NotContains(t, dump, token)
 }
