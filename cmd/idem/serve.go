@@ -35,6 +35,7 @@ type serveFlags struct {
 	store           string
 	storeSchema     string
 	storePrefix     string
+	redisVolatile   bool
 	memRecords      int
 	memBytes        int64
 	retention       time.Duration
@@ -87,7 +88,11 @@ new keys and payments are answered 503 with Retry-After while held keys
 still replay), a postgres:// URL (several replicas may share one database and
 --store-schema; the payment and its key commit in one transaction), or a
 redis:// URL (shared too, but Redis may lose acknowledged writes unless it
-runs with appendfsync always).
+runs with appendfsync always). A Redis that persists nothing (appendonly no
+and save "") or whose maxmemory-policy may evict keys (anything but
+noeviction: every record has a TTL, so volatile-* policies evict them too)
+is refused at start, unless --redis-allow-volatile says the data is
+throwaway; a Redis whose CONFIG command is disabled is used with a warning.
 
 --dialect makes the server speak another provider's idempotency dialect on
 the same payments API, simulated from that provider's documentation: where
@@ -129,6 +134,8 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.StringVar(&f.store, "store", "memory", "where keys and payments live: "+storeForms)
 	fl.StringVar(&f.storeSchema, "store-schema", pgstore.DefaultSchema, "Postgres schema of the store's tables (postgres store only)")
 	fl.StringVar(&f.storePrefix, "store-prefix", redisstore.DefaultPrefix, "prefix of every key the store writes (redis store only)")
+	fl.BoolVar(&f.redisVolatile, "redis-allow-volatile", false,
+		"start on a Redis that persists nothing or may evict keys, logging why it is unsafe (redis store only; tests and throwaway data)")
 	fl.IntVar(&f.memRecords, "memory-max-records", server.DefaultMaxRecords,
 		"most idempotency records, and most payments, the memory store holds; past it new keys are answered 503 (memory store only)")
 	fl.Int64Var(&f.memBytes, "memory-max-bytes", server.DefaultMaxBytes,

@@ -74,8 +74,15 @@ func openServeStore(ctx context.Context, f serveFlags, logger *slog.Logger) (tes
 		// go-redis reports pool trouble through one process-wide logger
 		// that prints to stderr by default; route it to ours.
 		redis.SetLogger(redisLogger{logger})
-		st, err := redisstore.Open(ctx, f.store, redisstore.WithPrefix(f.storePrefix), redisstore.WithLogger(logger),
-			redisstore.WithReservationGrace(reservationGrace(f)))
+		opts := []redisstore.Option{redisstore.WithPrefix(f.storePrefix), redisstore.WithLogger(logger),
+			redisstore.WithReservationGrace(reservationGrace(f))}
+		if f.redisVolatile {
+			opts = append(opts, redisstore.WithAllowVolatile())
+		}
+		st, err := redisstore.Open(ctx, f.store, opts...)
+		if errors.Is(err, redisstore.ErrUnsafeServer) {
+			return nil, fmt.Errorf("%w; --redis-allow-volatile starts anyway, for throwaway data", storeOpenError("redis", f.store, err))
+		}
 		if err != nil {
 			return nil, storeOpenError("redis", f.store, err)
 		}

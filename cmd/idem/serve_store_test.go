@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -85,8 +86,34 @@ func TestServe_RedisStoreOutlivesTheProcess(t *testing.T) {
 	t.Parallel()
 	url := testenv.RedisURL(t)
 	prefix := testenv.RedisPrefix(t, url, "idemserve:")
-	args := []string{"--store", url, "--store-prefix", prefix}
+	// The test Redis persists nothing: only a restart of this process,
+	// not of Redis, is what the test survives.
+	args := []string{"--store", url, "--store-prefix", prefix, "--redis-allow-volatile"}
 	assertStoreOutlivesServer(t, args)
+}
+
+// A Redis that persists nothing would forget every key on its restart, and
+// retries would run again: idem serve refuses it unless told the data is
+// throwaway, and says how.
+func TestServe_RedisThatPersistsNothingIsRefused(t *testing.T) {
+	t.Parallel()
+	url := testenv.RedisURL(t)
+	opts, err := redis.ParseURL(url)
+	require.NoError(t, err)
+	client := redis.NewClient(opts)
+	defer client.Close()
+	aof, err := client.ConfigGet(t.Context(), "appendonly").Result()
+	require.NoError(t, err)
+	save, err := client.ConfigGet(t.Context(), "save").Result()
+	require.NoError(t, err)
+	if aof["appendonly"] == "yes" || save["save"] != "" {
+		t.Skip("the test Redis persists; the refusal is covered by server/redisstore's tests")
+	}
+	prefix := testenv.RedisPrefix(t, url, "idemserve:")
+	err = runServeArgs(t, "--store", url, "--store-prefix", prefix)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "persists nothing")
+	assert.Contains(t, err.Error(), "--redis-allow-volatile")
 }
 
 // assertStoreOutlivesServer pays as a bearer caller through one server,

@@ -22,9 +22,10 @@ const DefaultReservationGrace = server.DefaultReservationGrace
 type Option func(*config)
 
 type config struct {
-	prefix string
-	logger *slog.Logger
-	grace  time.Duration
+	prefix        string
+	logger        *slog.Logger
+	grace         time.Duration
+	allowVolatile bool
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -64,4 +65,13 @@ func WithLogger(l *slog.Logger) Option {
 // resolution.
 func WithReservationGrace(d time.Duration) Option {
 	return func(c *config) { c.grace = d }
+}
+
+// WithAllowVolatile lets Open use a Redis that may lose or evict records
+// (one that persists nothing, or whose maxmemory-policy evicts), which it
+// otherwise refuses with ErrUnsafeServer; each reason is logged at Error
+// instead. For tests and throwaway data: on such a Redis a restart or an
+// eviction makes retries run their requests again.
+func WithAllowVolatile() Option {
+	return func(c *config) { c.allowVolatile = true }
 }

@@ -30,7 +30,9 @@ var _ server.Store = (*Store)(nil)
 // Open connects to the Redis server named by url (redis://, rediss:// or
 // unix://, as redis.ParseURL reads it) and checks that it answers. It
 // fails, rather than returning a store that fails later, when the server
-// cannot be reached.
+// cannot be reached, and with ErrUnsafeServer when its configuration
+// (CONFIG GET) says it persists nothing or may evict records, unless
+// WithAllowVolatile is given.
 //
 // The client does not retry commands by itself: a script whose reply was
 // lost may have run, and only the caller's retry under the same
@@ -49,6 +51,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("redisstore: connect to %s: %w", ropts.Addr, err)
+	}
+	if err := checkServer(ctx, client, cfg.allowVolatile, cfg.logger); err != nil {
+		_ = client.Close()
+		return nil, err
 	}
 	return &Store{
 		client:  client,

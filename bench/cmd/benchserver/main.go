@@ -147,7 +147,8 @@ func openStore(ctx context.Context, location string) (testserver.Store, error) {
 		}
 		return st, nil
 	case "redis", "rediss":
-		st, err := redisstore.Open(ctx, location, redisstore.WithPrefix(benchPrefix))
+		// Benchmark data is throwaway: a Redis that persists nothing will do.
+		st, err := redisstore.Open(ctx, location, redisstore.WithPrefix(benchPrefix), redisstore.WithAllowVolatile())
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", redact(location), err)
 		}

@@ -35,6 +35,8 @@ var (
 	WithPrefix           = redisstore.WithPrefix
 	WithLogger           = redisstore.WithLogger
 	WithReservationGrace = redisstore.WithReservationGrace
+	WithAllowVolatile    = redisstore.WithAllowVolatile
+	ErrUnsafeServer      = redisstore.ErrUnsafeServer
 )
 
 // Open opens server/redisstore on url.
