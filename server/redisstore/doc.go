@@ -43,8 +43,24 @@
 //
 // # Keys
 //
-// All keys start with the store's prefix (default "idem:"). Records live
-// under prefix+"rec:"+hash(scope, key), beside the expiry index. For
-// Redis Cluster, put a hash tag in the prefix (for example "{idem}:") so
-// each script's keys share a slot.
+// All keys start with the store's prefix (default "idem:"), then the hash
+// tag of one of KeyGroups key groups, chosen by the scope's principal:
+// prefix+"{g7}:rec:"+hash(scope, key) for a record, beside its group's
+// expiry index prefix+"{g7}:expiries". Every script touches the keys of
+// one group, so the store works on Redis Cluster with any prefix, spread
+// over up to KeyGroups slots; an effect's keys start with KeyGroup of the
+// principal. A prefix with a hash tag of its own ("{idem}:") puts the
+// whole store in that one slot instead.
+//
+// # Start-up check
+//
+// Open reads the server's configuration (CONFIG GET) and refuses, with
+// ErrUnsafeServer, a Redis that persists nothing (appendonly no and
+// save "") or whose maxmemory-policy may evict records once maxmemory is
+// reached: anything but noeviction, since every record carries a TTL and
+// the volatile-* policies evict exactly such keys. WithAllowVolatile
+// overrides the refusal for tests and throwaway data, logging each reason
+// at Error. Snapshots without AOF, or appendfsync other than always, are
+// logged as warnings; a server that will not answer CONFIG (renamed or
+// disabled, as on some managed services) is used with a warning.
 package redisstore

@@ -50,7 +50,7 @@ return 'ok'`),
 // neither. It is the compare-and-set of Complete: server.ErrFenced, with
 // nothing written, when c's token no longer owns the key. A refusal of
 // e's check is ErrEffectRefused. In Redis Cluster, keys must share the
-// store's hash slot (a hash tag in the prefix and in keys).
+// slot of c's record: start them with KeyGroup of c's principal.
 func (s *Store) CommitEffect(ctx context.Context, e *Effect, c *server.Completion, keys []string, args ...any) error {
 	script := e.alone
 	if c != nil {
@@ -59,7 +59,7 @@ func (s *Store) CommitEffect(ctx context.Context, e *Effect, c *server.Completio
 			return err
 		}
 		script = e.withCompletion
-		keys = append(keys[:len(keys):len(keys)], s.keys.record(c.Reservation.Scope, c.Reservation.Key), s.keys.expiries())
+		keys = append(keys[:len(keys):len(keys)], s.keys.record(c.Reservation.Scope, c.Reservation.Key), s.keys.expiries(c.Reservation.Scope.Principal))
 		args = append(args[:len(args):len(args)], cargs...) // the token, then the completion
 	}
 	answer, err := script.Run(ctx, s.client, keys, args...).Text()
@@ -82,6 +82,22 @@ func (s *Store) Client() *redis.Client { return s.client }
 
 // Prefix returns the prefix of every key the store writes.
 func (s *Store) Prefix() string { return s.keys.prefix }
+
+// KeyGroup returns the start of every key of principal's key group: the
+// store's prefix and the group's hash tag. Keys an effect writes with a
+// completion of principal's must start with it, so the script's keys
+// share one Redis Cluster slot.
+func (s *Store) KeyGroup(principal string) string { return s.keys.principalGroup(principal) }
+
+// AllKeyGroups returns the start of every key group's keys, for reading
+// what an API keeps per group (a counter, say) across the whole store.
+func (s *Store) AllKeyGroups() []string {
+	out := make([]string, KeyGroups)
+	for g := range out {
+		out[g] = s.keys.group(g)
+	}
+	return out
+}
 
 // RecordKey returns the Redis key holding the record of (scope, key).
 func (s *Store) RecordKey(scope server.Scope, key string) string { return s.keys.record(scope, key) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,8 @@ type Store struct {
 	scripts scripts
 	grace   time.Duration
 	logger  *slog.Logger
+	// sweepCursor is the key group the next Sweep starts at.
+	sweepCursor atomic.Uint32
 }
 
 var _ server.Store = (*Store)(nil)
@@ -79,7 +82,7 @@ func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprin
 		return nil, nil, fmt.Errorf("redisstore: lease must be at least 1ms, got %v", lease)
 	}
 	token := rand.Text()
-	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries()},
+	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries(scope.Principal)},
 		token, lease.Milliseconds(), fingerprint, scope.Principal, scope.Method, scope.Route, key, s.grace.Milliseconds(),
 	).Slice()
 	if err != nil {
@@ -106,7 +109,7 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	r := c.Reservation
-	owned, err := s.scripts.complete.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries()}, args...).Int64()
+	owned, err := s.scripts.complete.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
@@ -119,7 +122,7 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 
 // Release implements server.Store.
 func (s *Store) Release(ctx context.Context, r server.Reservation) error {
-	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries()}, r.Token).Int64()
+	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, r.Token).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
@@ -130,7 +133,8 @@ func (s *Store) Release(ctx context.Context, r server.Reservation) error {
 	return nil
 }
 
-// Sweep implements server.Store. Redis itself drops a completed record
+// Sweep implements server.Store, working through the expiry index of one
+// key group (KeyGroups) after another. Redis itself drops a completed record
 // when its retention ends and a reservation when its lease plus the grace
 // has passed (PEXPIREAT), so the memory comes back without Sweep; what
 // Sweep does is work through the expiry index, removing up to limit
@@ -142,11 +146,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("redisstore: sweep limit must be positive, got %d", limit)
 	}
-	n, err := s.scripts.sweep.Run(ctx, s.client, []string{s.keys.expiries()}, limit).Int()
-	if err != nil {
-		return 0, fmt.Errorf("redisstore: sweep: %w", err)
-	}
-	return n, nil
+	return s.sweepGroups(ctx, limit)
 }
 
 // completionArgs returns the script arguments of c: its token, then

@@ -24,7 +24,7 @@ func (s *Store) CreatePayment(ctx context.Context, p testserver.Payment, c *test
 	if err != nil {
 		return fmt.Errorf("redisstore: create payment: %w", err)
 	}
-	keys := []string{s.keys.payment(p.Principal, p.ID), s.keys.payments(p.Principal), s.keys.paymentCount()}
+	keys := []string{s.keys.payment(p.Principal, p.ID), s.keys.payments(p.Principal), s.keys.paymentCount(p.Principal)}
 	args := []any{p.ID, p.Principal, p.Amount, p.Currency, p.Reference, p.Status, created, p.Created.UnixMicro()}
 	err = s.runEffect(ctx, s.effects.createPayment, keys, args, c)
 	if err != nil {
@@ -133,16 +133,31 @@ func (s *Store) ListPayments(ctx context.Context, principal string) ([]testserve
 	return out, nil
 }
 
-// CountPayments implements testserver.Store.
+// CountPayments implements testserver.Store: the sum of every key
+// group's counter, read in one pipeline (one GET per key, as Redis
+// Cluster needs).
 func (s *Store) CountPayments(ctx context.Context) (int, error) {
-	n, err := s.client.Get(ctx, s.keys.paymentCount()).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+	counters := s.keys.paymentCounts()
+	pipe := s.client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(counters))
+	for i, key := range counters {
+		cmds[i] = pipe.Get(ctx, key)
 	}
-	if err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("redisstore: count payments: %w", err)
 	}
-	return n, nil
+	total := 0
+	for _, cmd := range cmds {
+		n, err := cmd.Int()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: count payments: %w", err)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // GetOperation implements testserver.Store.

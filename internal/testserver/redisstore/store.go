@@ -45,5 +45,5 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: records, client: records.Client(), keys: keys{prefix: records.Prefix()}, effects: newEffects()}, nil
+	return &Store{Store: records, client: records.Client(), keys: keys{records: records}, effects: newEffects()}, nil
 }
