@@ -57,7 +57,21 @@ type memShard struct {
 	mu      sync.Mutex
 	closed  bool
 	records map[Scope]map[string]memRecord // scope → key → record
-	_       [64]byte                       // keeps neighbouring locks off one cache line
+	// nextDue, when dueKnown, is no later than the earliest time a record
+	// of the part becomes due: a full store refusing new keys skips the
+	// scan for due records until then, so a flood of refused requests
+	// costs no scans.
+	nextDue  time.Time
+	dueKnown bool
+	_        [64]byte // keeps neighbouring locks off one cache line
+}
+
+// noteDue lowers sh's nextDue to due. Callers hold sh's lock and call it
+// for every record they write.
+func (sh *memShard) noteDue(due time.Time) {
+	if sh.dueKnown && due.Before(sh.nextDue) {
+		sh.nextDue = due
+	}
 }
 
 // ErrStoreFull means the store holds as many records or bytes as it may,
@@ -218,6 +232,7 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 		sh.records[scope] = byKey
 	}
 	byKey[key] = rec
+	sh.noteDue(s.dueAt(rec))
 	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 }
 
@@ -228,7 +243,7 @@ func (s *MemoryStore) admit(sh *memShard, size int64, now time.Time) error {
 	if s.take(size) {
 		return nil
 	}
-	if s.reclaim(sh, now, -1) > 0 && s.take(size) {
+	if (!sh.dueKnown || !now.Before(sh.nextDue)) && s.reclaim(sh, now, -1) > 0 && s.take(size) {
 		return nil
 	}
 	select { // ask the sweeper to reclaim the other parts now
@@ -317,20 +332,27 @@ func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 }
 
 // reclaim deletes up to limit (all when negative) of sh's records that
-// are due at now and returns how many it deleted. Callers hold sh's lock.
+// are due at now and returns how many it deleted. A scan that sees the
+// whole part learns when its next record becomes due. Callers hold sh's
+// lock.
 func (s *MemoryStore) reclaim(sh *memShard, now time.Time, limit int) int {
 	deleted := 0
+	var next time.Time
 	for scope, byKey := range sh.records {
 		for key, rec := range byKey {
 			if deleted == limit {
 				return deleted
 			}
-			if s.sweepable(rec, now) {
+			due := s.dueAt(rec)
+			if !now.Before(due) {
 				s.delete(sh, scope, key, rec)
 				deleted++
+			} else if next.IsZero() || due.Before(next) {
+				next = due
 			}
 		}
 	}
+	sh.nextDue, sh.dueKnown = next, !next.IsZero()
 	return deleted
 }
 
@@ -346,12 +368,13 @@ func (s *MemoryStore) delete(sh *memShard, scope Scope, key string, rec memRecor
 	s.bytes.Add(-memRecordSize(scope, key, rec))
 }
 
-// sweepable reports whether Sweep may delete rec at now.
-func (s *MemoryStore) sweepable(rec memRecord, now time.Time) bool {
+// dueAt is when Sweep may delete rec: the end of a completed record's
+// retention, or of a reservation's lease plus the grace.
+func (s *MemoryStore) dueAt(rec memRecord) time.Time {
 	if rec.completed {
-		return !now.Before(rec.deadline)
+		return rec.deadline
 	}
-	return !now.Before(rec.deadline.Add(s.grace))
+	return rec.deadline.Add(s.grace)
 }
 
 // owned returns the record r's token owns, or ErrFenced. Callers hold the
@@ -376,6 +399,7 @@ func (s *MemoryStore) complete(sh *memShard, rec memRecord, c Completion) {
 	rec.deadline = s.now().Add(c.Retention)
 	rec.response = encodeResponse(c.Response)
 	sh.records[scope][key] = rec
+	sh.noteDue(rec.deadline)
 	s.bytes.Add(memRecordSize(scope, key, rec) - before)
 }
 

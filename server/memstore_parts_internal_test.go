@@ -175,3 +175,54 @@ func BenchmarkSweepLockHold(b *testing.B) {
 	b.ReportMetric(float64(holds[len(holds)*99/100].Microseconds()), "p99-hold-µs")
 	b.ReportMetric(float64(holds[len(holds)-1].Microseconds()), "max-hold-µs")
 }
+
+// A full store refusing new keys scans a part for due records once, then
+// not again until the part's earliest record is due; a record written
+// since with an earlier due time is reclaimed when it is due.
+func TestFullStoreScansAPartOnlyWhenARecordIsDue(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	s := NewMemoryStore(WithClock(func() time.Time { return time.Unix(0, now.Load()) }), WithCapacity(2, 0),
+		WithReservationGrace(time.Hour))
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	sameShard := func(of string, n int) []string {
+		var keys []string
+		for i := 0; len(keys) < n; i++ {
+			if k := fmt.Sprintf("%s-%d", of, i); s.shardOf(partsScope, k) == s.shardOf(partsScope, of) {
+				keys = append(keys, k)
+			}
+		}
+		return keys
+	}
+	keys := sameShard("held", 3)
+	held, _, err := s.Reserve(ctx, partsScope, "held", "fp", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, s.Complete(ctx, Completion{Reservation: *held, Response: Response{Status: 201}, Retention: 24 * time.Hour}))
+	inFlight, _, err := s.Reserve(ctx, partsScope, keys[0], "fp", time.Minute)
+	require.NoError(t, err)
+
+	_, _, err = s.Reserve(ctx, partsScope, keys[1], "fp", time.Minute)
+	require.ErrorIs(t, err, ErrStoreFull)
+	sh := s.shardOf(partsScope, "held")
+	sh.mu.Lock()
+	known, next := sh.dueKnown, sh.nextDue
+	sh.mu.Unlock()
+	require.True(t, known, "the refusal's scan learned when the part is next due")
+	assert.Equal(t, time.Unix(0, now.Load()).Add(time.Minute+time.Hour), next, "the reservation: lease plus grace")
+
+	// Completing with a short retention brings the part's next due time
+	// forward; once it passes, the record is reclaimed for a new key.
+	require.NoError(t, s.Complete(ctx, Completion{Reservation: *inFlight, Response: Response{Status: 201}, Retention: time.Second}))
+	sh.mu.Lock()
+	next = sh.nextDue
+	sh.mu.Unlock()
+	assert.Equal(t, time.Unix(0, now.Load()).Add(time.Second), next)
+	_, _, err = s.Reserve(ctx, partsScope, keys[1], "fp", time.Minute)
+	require.ErrorIs(t, err, ErrStoreFull, "nothing is due yet")
+	now.Add(int64(2 * time.Second))
+	res, _, err := s.Reserve(ctx, partsScope, keys[1], "fp", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, res)
+}
