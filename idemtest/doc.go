@@ -13,7 +13,9 @@
 //	GET  /v1/operations/{id} "pending", then "succeeded"
 //
 // POST requests need an Idempotency-Key; "Authorization: Bearer <token>"
-// names the principal, and no Authorization is AnonymousPrincipal.
+// names the principal (kept as a keyed hash of the token; Payments takes
+// the token), and no Authorization is AnonymousPrincipal, which no token,
+// not even "anonymous", shares.
 //
 // Faults are injected from the test to prove a client survives them:
 // FailNext answers an error before anything executes, ResetNext resets
