@@ -64,7 +64,7 @@ func TestExitCodes_EveryCommand(t *testing.T) {
 
 		{name: "serve bad flags", args: argv("serve", "--fail-next", "-1", "--fail-status", "3"), want: 2},
 		{name: "serve address in use", args: argv("serve", "--addr", busy.Addr().String()), want: 2},
-		{name: "serve store unreachable", args: argv("serve", "--store", "postgres://app:pw@"+closed+"/payments"), want: 2},
+		{name: "serve store unreachable", args: argv("serve", "--store", "postgres://app:pw@"+closed+"/payments", "--principal-key", testPrincipalKey), want: 2},
 
 		{name: "check no URL", args: argv("check"), want: 2},
 		{name: "check unreachable", args: argv("check", "http://"+closed), want: 2},
@@ -208,7 +208,7 @@ func TestPostgresErrorIsOneLine(t *testing.T) {
 	url := "postgres://app:pw@" + testenv.ClosedAddr(t) + "/payments"
 	for _, args := range [][]string{
 		{"intents", "list", "--keystore", url},
-		{"serve", "--store", url},
+		{"serve", "--store", url, "--principal-key", testPrincipalKey},
 	} {
 		_, stderr, code := runCLI(t, args...)
 		assert.Equal(t, 2, code, args)
