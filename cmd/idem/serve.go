@@ -294,8 +294,12 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		servers = append(servers, newHTTPServer(h, f, logger))
 		listeners = append(listeners, adminLn)
 	}
+	principalKey := "given" // never the key itself
+	if f.principalKey == "" {
+		principalKey = "random for this process"
+	}
 	logger.Info("listening", "addr", ln.Addr().String(), "store", redactURL(f.store),
-		"dialect", f.dialect, "retention", f.retention, "admin", adminAt)
+		"dialect", f.dialect, "retention", f.retention, "admin", adminAt, "principal_key", principalKey)
 
 	served := make(chan error, len(servers))
 	for i, s := range servers {

@@ -56,7 +56,9 @@ func TestServe_SharedStoreNeedsAPrincipalKey(t *testing.T) {
 // assertStoreOutlivesServer.)
 func TestServe_AnonymousTokenIsNotTheAnonymousCaller(t *testing.T) {
 	t.Parallel()
-	first, _, _ := startServe(t, nil)
+	first, logs, _ := startServe(t, nil)
+	assert.Contains(t, logs.text(), `principal_key=given`)
+	assert.NotContains(t, logs.text(), testPrincipalKey, "the key is never logged")
 	client := noKeepAlive()
 	anon, err := send(t, client, http.MethodPost, first+"/v1/payments", "k2", nil)
 	require.NoError(t, err)
