@@ -140,6 +140,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	switch {
 	case errors.Is(err, ErrStoreFull):
 		log.Warn("idempotency store full; new key refused", "err", err)
+		m.decided(r, decisionStoreUnavailable, key)
 		ans.StoreUnavailable(w)
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
