@@ -73,10 +73,9 @@ func TestStoreTimeoutWithStalledPostgres(t *testing.T) {
 			answers <- answer{rec, took}
 		}()
 	}
-	start := time.Now()
 	health := serve(mux, call{method: http.MethodGet, route: "/healthz"})
 	require.Equal(t, http.StatusNoContent, health.Code)
-	require.Less(t, time.Since(start), testStoreTimeout/2, "other routes are not starved")
+	require.Empty(t, answers, "other routes answer while the stalled requests still wait on the store")
 	for range 3 {
 		a := <-answers
 		requireStoreUnavailableWithin(t, a.rec, a.took)
