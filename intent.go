@@ -413,7 +413,9 @@ func Fingerprint(method, target string, body []byte) string {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
 	buf = append(buf, payload...)
 	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // checkRequest rejects what cannot be sent: nil, no URL, no host, or a
