@@ -70,10 +70,14 @@ type AdaptiveBudgetConfig struct {
 //     for less than P, the retry is granted and deferred by what is left
 //     of P, as long as the bucket owes no more than C: a rejection comes
 //     back faster than a success, so a herd's first failures arrive
-//     before its first successes. A herd of up to about 2C callers
-//     released at once is thus never refused for a slow first success,
-//     and an outage costs at most 2C retries before the floor's m a
-//     second (which repays that debt first).
+//     before its first successes. Until the first success is seen, a
+//     herd may thus make 2C retries, and an outage costs at most 2C
+//     retries before the floor's m a second (which repays that debt
+//     first). The 2C count retries, not callers: a retry granted from
+//     the full bucket at once can be rejected again, and borrow again,
+//     before the first success comes back, so a herd of about 2C callers
+//     whose first success is slow (a starved CPU) can have a few callers
+//     refused.
 //   - Otherwise (overload: some attempts are accepted) the retry borrows
 //     the token, so the bucket goes below zero, and is deferred until the
 //     refill should have repaid the debt: debt / (r·a + m), a being the
