@@ -28,7 +28,11 @@ const DefaultWriteGrace = 2 * time.Second
 // without ctx's cancellation, and the timer and goroutine are saved.
 func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.Record) error, rec *keystore.Record) error {
 	if nb, ok := c.store.(keystore.NonBlocking); ok && nb.WritesNeverBlock() {
-		if err := fn(context.WithoutCancel(ctx), rec); err != nil {
+		wctx := ctx
+		if ctx.Done() != nil { // a context that can end; one that cannot needs no shield
+			wctx = context.WithoutCancel(ctx)
+		}
+		if err := fn(wctx, rec); err != nil {
 			return &storeWriteError{err: err}
 		}
 		return nil
