@@ -28,6 +28,12 @@ const (
 	// rejection comes back faster than a success), not for one that is
 	// down.
 	DefaultAdaptivePatience = 500 * time.Millisecond
+	// DefaultAdaptivePatienceDebt is the most the bucket may owe during
+	// the patience, as a multiple of the capacity: a herd's first
+	// rejections take the capacity's tokens, and the retries those
+	// tokens paid for may be rejected again, and borrow, before the
+	// herd's first success comes back.
+	DefaultAdaptivePatienceDebt = 1.5
 )
 
 // AdaptiveBudgetConfig sets an AdaptiveBudget (its godoc gives the
@@ -48,6 +54,9 @@ type AdaptiveBudgetConfig struct {
 	// Patience is P, how long failures without accepts are not yet
 	// taken for a server that is down.
 	Patience time.Duration
+	// PatienceDebt is B, the most the bucket may owe during the
+	// patience; zero means DefaultAdaptivePatienceDebt times Capacity.
+	PatienceDebt float64
 }
 
 // AdaptiveBudget is the Client's default retry budget. It tells an
@@ -55,8 +64,8 @@ type AdaptiveBudgetConfig struct {
 // down (none do), for one Client shared by any number of goroutines, and
 // paces retries in the first case instead of refusing them.
 //
-// The rule, with capacity C, ratio r, floor m, window W, max delay D and
-// patience P:
+// The rule, with capacity C, ratio r, floor m, window W, max delay D,
+// patience P and patience debt B (1.5 C by default):
 //
 //   - A token bucket of at most C tokens, full at the start. Each accepted
 //     attempt adds r tokens (gRPC retry throttling's token_ratio), and m
@@ -68,12 +77,17 @@ type AdaptiveBudgetConfig struct {
 //     attempt, over at least P: the server is down, so it costs at most
 //     one attempt per call beyond C plus m retries per second. Watched
 //     for less than P, the retry is granted and deferred by what is left
-//     of P, as long as the bucket owes no more than C: a rejection comes
+//     of P, as long as the bucket owes no more than B: a rejection comes
 //     back faster than a success, so a herd's first failures arrive
-//     before its first successes. A herd of up to about 2C callers
-//     released at once is thus never refused for a slow first success,
-//     and an outage costs at most 2C retries before the floor's m a
-//     second (which repays that debt first).
+//     before its first successes. Until the first success is seen, a
+//     herd may thus make C + B retries, and an outage costs at most
+//     C + B retries before the floor's m a second (which repays that
+//     debt first). C + B count retries, not callers: a retry granted
+//     from the full bucket at once can be rejected again, and borrow
+//     again, before the first success comes back (sooner still on a
+//     starved CPU), so B exceeds C by half: a herd of 2C callers released
+//     at once is then not refused for a slow first success, and an
+//     outage costs 2.5 C retries.
 //   - Otherwise (overload: some attempts are accepted) the retry borrows
 //     the token, so the bucket goes below zero, and is deferred until the
 //     refill should have repaid the debt: debt / (r·a + m), a being the
@@ -120,6 +134,7 @@ func NewAdaptiveBudget(cfg AdaptiveBudgetConfig) *AdaptiveBudget {
 	}
 	cfg.MaxDelay = durationOrDefault(cfg.MaxDelay, DefaultAdaptiveMaxDelay)
 	cfg.Patience = durationOrDefault(cfg.Patience, DefaultAdaptivePatience)
+	cfg.PatienceDebt = min(orDefault(cfg.PatienceDebt, DefaultAdaptivePatienceDebt*cfg.Capacity), maxBudgetTokens)
 	return &AdaptiveBudget{
 		cfg:      cfg,
 		sliceLen: max(cfg.Window/budgetSlices, 1),
@@ -166,7 +181,7 @@ func (b *AdaptiveBudget) AllowRetry(now time.Time, wait, limit time.Duration) (t
 	w := b.window(now)
 	if w.accepts == 0 {
 		watched := now.Sub(w.first)
-		if watched >= b.cfg.Patience || b.tokens-1 < -b.cfg.Capacity ||
+		if watched >= b.cfg.Patience || b.tokens-1 < -b.cfg.PatienceDebt ||
 			(limit > 0 && wait+b.cfg.Patience-watched >= limit) {
 			s.refused++ // down
 			return 0, false

@@ -48,26 +48,59 @@ func TestAdaptiveBudgetOutageCostsCapacityPlusFloor(t *testing.T) {
 			}
 		}
 	}
-	// The bucket once (gone at 204 ms), then, on patience up to 500 ms,
-	// 100 more owed to the floor, which repays them before it funds any
-	// more: 200 + 3·10 − 26 (the floor's first 2.6 s went to the debt).
-	assert.Equal(t, 204, granted)
+	// The bucket once (gone at about 200 ms), then, on patience up to
+	// 500 ms, every retry owed to the floor (about 150, within the
+	// patience debt of 1.5 C), which repays them before it funds any more
+	// within the 3 s: 250 retries for the 250 calls of the patience.
+	assert.Equal(t, 250, granted)
 	assert.LessOrEqual(t, float64(1500+granted)/1500, 1.2, "whole run")
 	assert.LessOrEqual(t, float64(500+lastSecond)/500, 1.1, "once adapted")
 	assert.True(t, b.State(at(3*time.Second)).Down)
 }
 
-func TestAdaptiveBudgetPatienceOwesAtMostCapacity(t *testing.T) {
+func TestAdaptiveBudgetPatienceOwesAtMostPatienceDebt(t *testing.T) {
 	t.Parallel()
-	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: 3, MinPerSecond: -1})
-	granted := 0
-	for range 10 {
-		if _, ok := b.AllowRetry(t0, 0, 0); ok {
-			granted++
-		}
+	for _, c := range []struct {
+		name    string
+		cfg     AdaptiveBudgetConfig
+		granted int
+		tokens  float64
+	}{
+		{"default: 1.5 times the capacity", AdaptiveBudgetConfig{Capacity: 4, MinPerSecond: -1}, 10, -6},
+		{"set", AdaptiveBudgetConfig{Capacity: 3, MinPerSecond: -1, PatienceDebt: 2}, 5, -2},
+		{"none", AdaptiveBudgetConfig{Capacity: 3, MinPerSecond: -1, PatienceDebt: -1}, 3, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := NewAdaptiveBudget(c.cfg)
+			granted := 0
+			for range 20 {
+				if _, ok := b.AllowRetry(t0, 0, 0); ok {
+					granted++
+				}
+			}
+			assert.Equal(t, c.granted, granted, "the tokens, then what may be owed")
+			assert.Equal(t, c.tokens, b.State(t0).Tokens)
+		})
 	}
-	assert.Equal(t, 6, granted, "3 tokens, then 3 owed")
-	assert.Equal(t, -3.0, b.State(t0).Tokens)
+}
+
+// A herd of 2C callers whose first success is slow: every caller's first
+// rejection asks for a retry, and the retries paid from the full bucket
+// come back rejected before any success, asking again. The patience debt
+// covers them, so no caller is refused for a slow first success.
+func TestAdaptiveBudgetHerdOf2CWithRejectedRetriesBeforeTheFirstSuccess(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{})
+	for i := range 2 * DefaultAdaptiveCapacity {
+		_, ok := b.AllowRetry(at(time.Duration(i)*50*time.Microsecond), 0, 0)
+		require.True(t, ok, "first rejection of caller %d", i)
+	}
+	// A third of the retries granted at once from the bucket are
+	// rejected again before the first success is seen.
+	for i := range DefaultAdaptiveCapacity / 3 {
+		_, ok := b.AllowRetry(at(10*ms+time.Duration(i)*50*time.Microsecond), 0, 0)
+		require.True(t, ok, "second rejection %d", i)
+	}
 }
 
 func TestAdaptiveBudgetDefersInOverload(t *testing.T) {

@@ -165,7 +165,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	if err != nil {
 		return nil, err
 	}
-	principal, secretNames, err := c.principalOf(withHeaders(req, header, secrets))
+	principal, secretNames, err := c.beginPrincipal(req, header, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +277,18 @@ func (c *Client) intentKey(body []byte, chosen string) (string, []byte, error) {
 		}
 	}
 	return key, body, nil
+}
+
+// beginPrincipal is the principal of req, whose headers are split into
+// stored and secrets, and the secrets it carries (see principalOf). The
+// default principal is read from the secrets alone, the only headers it
+// looks at, without rebuilding the request as it is sent.
+func (c *Client) beginPrincipal(req *http.Request, stored, secrets http.Header) (string, []string, error) {
+	if c.cfg.principal != nil {
+		return c.principalOf(withHeaders(req, stored, secrets))
+	}
+	names, params := c.secretNamesOf(secrets, req)
+	return c.credentialsPrincipal(secrets, params, names), names, nil
 }
 
 // withHeaders is req as it is sent: its stored headers and its secrets
@@ -401,7 +413,9 @@ func Fingerprint(method, target string, body []byte) string {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
 	buf = append(buf, payload...)
 	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // checkRequest rejects what cannot be sent: nil, no URL, no host, or a

@@ -1,9 +1,6 @@
 package idem
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,8 +63,28 @@ var defaultPrincipalKey = []byte("idem principal fingerprint v1, default key")
 // principalOf is the fingerprint of the principal req acts for ("" for
 // anonymous) and the secret headers req carries, sorted.
 func (c *Client) principalOf(req *http.Request) (string, []string, error) {
+	names, params := c.secretNamesOf(req.Header, req)
+	if c.cfg.principal != nil {
+		id, err := c.cfg.principal(req)
+		if err != nil {
+			return "", nil, fmt.Errorf("idem: naming the principal: %w", err)
+		}
+		if id == "" {
+			return "", names, nil
+		}
+		const tag = "principal\x00"
+		msg := append(macStart(c.cfg.principalKey, len(tag)+len(id)), tag...)
+		return macFinish(c.cfg.principalKey, append(msg, id...)), names, nil
+	}
+	return c.credentialsPrincipal(req.Header, params, names), names, nil
+}
+
+// secretNamesOf lists the secret headers in header and the secret query
+// parameters of req's URL (marked with queryMark), sorted, with those
+// parameters' values.
+func (c *Client) secretNamesOf(header http.Header, req *http.Request) ([]string, url.Values) {
 	var names []string
-	for name, values := range req.Header {
+	for name, values := range header {
 		if len(values) > 0 && c.cfg.secretHeaders[http.CanonicalHeaderKey(name)] {
 			names = append(names, http.CanonicalHeaderKey(name))
 		}
@@ -77,36 +94,43 @@ func (c *Client) principalOf(req *http.Request) (string, []string, error) {
 		names = append(names, queryMark+name)
 	}
 	slices.Sort(names)
-	var identity string
-	if c.cfg.principal != nil {
-		id, err := c.cfg.principal(req)
-		if err != nil {
-			return "", nil, fmt.Errorf("idem: naming the principal: %w", err)
-		}
-		identity = "principal\x00" + id
-		if id == "" {
-			identity = ""
-		}
-	} else if len(names) > 0 {
-		var b strings.Builder
-		b.WriteString("credentials")
-		for _, name := range names {
-			values := req.Header.Values(name)
-			if param, ok := strings.CutPrefix(name, queryMark); ok {
-				values = params[param]
-			}
-			for _, v := range values {
-				b.WriteString("\x00" + name + "\x00" + v)
-			}
-		}
-		identity = b.String()
+	return names, params
+}
+
+// credentialsPrincipal is the default principal: a fingerprint of the
+// values of the secrets names, found in header and params; "" for none.
+func (c *Client) credentialsPrincipal(header http.Header, params url.Values, names []string) string {
+	if len(names) == 0 {
+		return ""
 	}
-	if identity == "" {
-		return "", names, nil
+	// The identity: "credentials", then NUL, name, NUL, value for every
+	// value of every secret, names sorted.
+	const tag = "credentials"
+	size := len(tag)
+	for _, name := range names {
+		for _, v := range secretValues(header, params, name) {
+			size += 2 + len(name) + len(v)
+		}
 	}
-	mac := hmac.New(sha256.New, c.cfg.principalKey)
-	mac.Write([]byte(identity))
-	return hex.EncodeToString(mac.Sum(nil)[:16]), names, nil
+	msg := append(macStart(c.cfg.principalKey, size), tag...)
+	for _, name := range names {
+		for _, v := range secretValues(header, params, name) {
+			msg = append(msg, 0)
+			msg = append(msg, name...)
+			msg = append(msg, 0)
+			msg = append(msg, v...)
+		}
+	}
+	return macFinish(c.cfg.principalKey, msg)
+}
+
+// secretValues are the values of the secret name (a header in header,
+// or a query parameter in params, marked with queryMark).
+func secretValues(header http.Header, params url.Values, name string) []string {
+	if param, ok := strings.CutPrefix(name, queryMark); ok {
+		return params[param]
+	}
+	return header.Values(name)
 }
 
 // checkCredentials refuses an attempt whose credentials do not match the

@@ -22,7 +22,21 @@ const DefaultWriteGrace = 2 * time.Second
 // grace has passed from now or from ctx's deadline, whichever is later.
 // A store that does not return by then is left to finish on its own, and
 // the caller is told the write did not complete.
+//
+// A store whose writes never wait on I/O (keystore.NonBlocking, the memory
+// keystore) has nothing to stall: it is called on this goroutine, still
+// without ctx's cancellation, and the timer and goroutine are saved.
 func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.Record) error, rec *keystore.Record) error {
+	if nb, ok := c.store.(keystore.NonBlocking); ok && nb.WritesNeverBlock() {
+		wctx := ctx
+		if ctx.Done() != nil { // a context that can end; one that cannot needs no shield
+			wctx = context.WithoutCancel(ctx)
+		}
+		if err := fn(wctx, rec); err != nil {
+			return &storeWriteError{err: err}
+		}
+		return nil
+	}
 	limit := time.Now().Add(c.cfg.writeGrace)
 	if d, ok := ctx.Deadline(); ok && d.Add(c.cfg.writeGrace).After(limit) {
 		limit = d.Add(c.cfg.writeGrace)

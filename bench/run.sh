@@ -36,6 +36,10 @@ echo "== client overhead (one op = Begin + Do of a new intent; baselines: one PO
 interleaved -test.bench '^BenchmarkCall$' -test.benchtime 3000x | tee "$OUT/call.txt"
 $BENCHSTAT -col /client "$OUT/call.txt" | tee "$OUT/call.stat"
 
+echo "== durable call on bbolt: the settle deferred into the next group commit (1 fsync) vs synced on its own (2)"
+interleaved -test.bench '^BenchmarkCallDurable$' -test.benchtime 1000x | tee "$OUT/durable.txt"
+$BENCHSTAT -col /settle "$OUT/durable.txt" | tee "$OUT/durable.stat"
+
 echo "== keystore: lone Begin on bbolt vs one raw bbolt Update"
 interleaved -test.bench '^BenchmarkBeginFloor$' -test.benchtime 1000x | tee "$OUT/floor.txt"
 $BENCHSTAT -col /op "$OUT/floor.txt" | tee "$OUT/floor.stat"
@@ -43,6 +47,9 @@ $BENCHSTAT -col /op "$OUT/floor.txt" | tee "$OUT/floor.stat"
 echo "== keystore: Begin throughput by concurrent callers"
 interleaved -test.bench '^BenchmarkBeginConcurrent$' -test.benchtime 1s | tee "$OUT/concurrent.txt"
 $BENCHSTAT -col /callers "$OUT/concurrent.txt" | tee "$OUT/concurrent.stat"
+
+echo "== keystore: 64 concurrent Begins over 1, in alternating 200 ms phases on one client (x64/1)"
+interleaved -test.bench '^BenchmarkBeginScaling$' -test.benchtime 10x | tee "$OUT/scaling.txt"
 
 echo "== keystore: raw bbolt commits of 1 and 64 records (the ceiling of group commit)"
 interleaved -test.bench '^BenchmarkBoltBatch$' -test.benchtime 1s | tee "$OUT/batch.txt"

@@ -7,17 +7,24 @@ import (
 	"time"
 )
 
-// spread is a median with its range over rounds.
-type spread struct{ med, lo, hi float64 }
+// spread is a median with its range over rounds; none says there was
+// nothing to take it over.
+type spread struct {
+	med, lo, hi float64
+	none        bool
+}
 
 func spreadOf(xs []float64) spread {
 	if len(xs) == 0 {
-		return spread{}
+		return spread{none: true}
 	}
-	return spread{Median(xs), slices.Min(xs), slices.Max(xs)}
+	return spread{med: Median(xs), lo: slices.Min(xs), hi: slices.Max(xs)}
 }
 
 func (s spread) format(verb string) string {
+	if s.none {
+		return "—"
+	}
 	return fmt.Sprintf(verb+" ("+verb+"–"+verb+")", s.med, s.lo, s.hi)
 }
 
@@ -55,7 +62,9 @@ func WriteStormTable(w io.Writer, rounds [][]StormResult, contenders []StormCont
 			apcRatio = append(apcRatio, r.AttemptsPerCaller()/round[base].AttemptsPerCaller())
 			mk = append(mk, r.Makespan.Seconds())
 			mkBase = append(mkBase, float64(r.Makespan)/float64(max(round[base].Makespan, 1)))
-			mkRatio = append(mkRatio, float64(r.Makespan)/float64(max(fastest, 1)))
+			if fastest > 0 { // a round where every jittered contender failed callers has no reference
+				mkRatio = append(mkRatio, float64(r.Makespan)/float64(fastest))
+			}
 			p50 = append(p50, r.P50.Seconds())
 			p99 = append(p99, r.P99.Seconds())
 		}

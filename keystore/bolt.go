@@ -27,7 +27,10 @@ import (
 // Group commit: Creates and Updates that arrive while a commit is running
 // are folded into the next transaction, so N concurrent writers pay about
 // one commit instead of N, while a lone call commits at once with no added
-// wait. Each call still gets its own outcome.
+// wait. After a commit of many writes, the next leader that finds only a
+// few of those writers back waits for the rest, up to as long as that
+// commit took, rather than commit the few alone (a writer left alone
+// after a burst waits so once). Each call still gets its own outcome.
 //
 // Layout: a new record is appended to a log under a time-ordered id, so
 // the records of one commit share a few pages whatever their keys (random
@@ -148,7 +151,7 @@ func (b *Bolt) AdoptCreate(ctx context.Context, r *Record) (existing *Record, cr
 			return false, fmt.Errorf("%w: %s", ErrDuplicateKey, keyRef(r.Key))
 		}
 		id := b.log.newLogID(r.Key)
-		if err := tx.Bucket(bucketLog).Put(id, data); err != nil {
+		if err := logBucket(tx).Put(id, data); err != nil {
 			return true, fmt.Errorf("keystore: create %s: %w", keyRef(r.Key), err)
 		}
 		b.log.publish(r.Key, id)

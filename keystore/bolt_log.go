@@ -25,6 +25,21 @@ import (
 // memory, is rebuilt at open from the ids alone.
 var bucketLog = []byte("log") // time-ordered id + key -> encoded Record
 
+// logFillPercent is how full bbolt packs the log's pages when they split.
+// Its default, half full, suits inserts anywhere in a tree; the log is
+// appended to at its end, where a half-full page is never filled again,
+// so each commit would write twice the pages its records need.
+const logFillPercent = 1.0
+
+// logBucket is tx's log bucket, packed for appending (see logFillPercent).
+func logBucket(tx *bolt.Tx) *bolt.Bucket {
+	lb := tx.Bucket(bucketLog)
+	if lb != nil {
+		lb.FillPercent = logFillPercent
+	}
+	return lb
+}
+
 // logIDPrefix is the length of an id's time and sequence number.
 const logIDPrefix = 16
 
@@ -145,7 +160,7 @@ func (b *Bolt) afterCommit() {
 // caller found for key, nil for none.
 func locate(tx *bolt.Tx, key string, id []byte) (*bolt.Bucket, []byte) {
 	if id != nil {
-		if lb := tx.Bucket(bucketLog); lb.Get(id) != nil {
+		if lb := logBucket(tx); lb.Get(id) != nil {
 			return lb, id
 		}
 	}

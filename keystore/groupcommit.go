@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -34,6 +35,16 @@ type committer struct {
 
 	mu    sync.Mutex
 	queue []*writeOp // ops not yet taken by a leader
+	// want, when not 0, is the queue length a leader gathering a batch
+	// waits for; the writer that brings the queue there closes grown.
+	want  int
+	grown chan struct{}
+
+	// peakBatch is the largest batch of the recent commits (it decays by
+	// an eighth a commit) and lastCommit how long the last commit took;
+	// only the leader touches them.
+	peakBatch  int
+	lastCommit time.Duration
 
 	// commits counts transactions committed, for tests and diagnostics.
 	commits atomic.Int64
@@ -77,9 +88,7 @@ func newCommitter(db *bolt.DB, path string) *committer {
 // returned, so a committed op is never reported as failed.
 func (c *committer) submit(ctx context.Context, apply applyFunc) error {
 	op := &writeOp{apply: apply, done: make(chan struct{})}
-	c.mu.Lock()
-	c.queue = append(c.queue, op)
-	c.mu.Unlock()
+	c.push(op)
 
 	select {
 	case <-op.done:
@@ -117,6 +126,7 @@ func (c *committer) withdraw(op *writeOp) bool {
 // lead commits everything queued in one transaction and reports to each op.
 // The caller holds the turn.
 func (c *committer) lead() {
+	filled := c.gather()
 	c.mu.Lock()
 	batch := c.queue
 	c.queue = nil
@@ -124,7 +134,13 @@ func (c *committer) lead() {
 	if len(batch) == 0 {
 		return
 	}
+	start := time.Now()
 	c.commit(batch)
+	c.lastCommit = time.Since(start)
+	c.peakBatch = max(len(batch), c.peakBatch-c.peakBatch/8)
+	if !filled {
+		c.peakBatch = len(batch) // the writers did not come back: expect no more than came
+	}
 	for _, op := range batch {
 		if op.after != nil {
 			op.after(op.err)
@@ -133,13 +149,76 @@ func (c *committer) lead() {
 	}
 }
 
+// Gathering: writers that share commits come back together, each once
+// its last commit is over, but not at once: each has its own work to do
+// before its next write (on a busy CPU, for a while). A leader that takes
+// the turn just after a big commit finds only the first few back, and
+// committing them alone costs a whole commit (a round of fdatasyncs) for
+// a few records, while the rest queue up for the next one: commits
+// alternate between full and nearly empty. So a leader that finds the
+// queue well short of the recent batches waits for it to fill up to
+// gatherShare quarters of the largest of them, at most as long as the
+// last commit took (and gatherMaxWait): its own writer waits longer, by at
+// most one commit, and the commit carries the batch it would otherwise
+// have split in two. The largest recent batch, not the last, is the
+// target, else each shortened batch would lower the next target; it
+// decays by an eighth a commit, and a wait that runs out sets it to the
+// batch that did gather, so a writer left alone after a burst waits once,
+// and a lone writer (batches below gatherMinBatch) never waits.
+const (
+	gatherMinBatch = 4
+	gatherShare    = 3
+	gatherMaxWait  = 2 * time.Millisecond
+)
+
+// gather waits, before a leader takes the queue, for the writers of the
+// recent batches to come back (see Gathering), and reports false when
+// they did not within the wait. The caller holds the turn.
+func (c *committer) gather() bool {
+	if c.peakBatch < gatherMinBatch {
+		return true
+	}
+	target := c.peakBatch * gatherShare / 4
+	c.mu.Lock()
+	if n := len(c.queue); n == 0 || n >= target {
+		c.mu.Unlock()
+		return true
+	}
+	grown := make(chan struct{})
+	c.want, c.grown = target, grown
+	c.mu.Unlock()
+	t := time.NewTimer(min(c.lastCommit, gatherMaxWait))
+	filled := true
+	select {
+	case <-grown:
+	case <-t.C:
+		filled = false
+	}
+	t.Stop()
+	c.mu.Lock()
+	if c.grown == grown {
+		c.want, c.grown = 0, nil
+	}
+	c.mu.Unlock()
+	return filled
+}
+
 // enqueue queues apply without waiting for it: the next leader commits it
 // with its batch, then calls after with the outcome. Nothing is leading
 // it on its own; flush does.
 func (c *committer) enqueue(apply applyFunc, after func(error)) {
-	op := &writeOp{apply: apply, after: after, done: make(chan struct{})}
+	c.push(&writeOp{apply: apply, after: after, done: make(chan struct{})})
+}
+
+// push queues op, and tells a gathering leader once the queue is as long
+// as it waits for.
+func (c *committer) push(op *writeOp) {
 	c.mu.Lock()
 	c.queue = append(c.queue, op)
+	if c.want > 0 && len(c.queue) >= c.want {
+		close(c.grown)
+		c.want, c.grown = 0, nil
+	}
 	c.mu.Unlock()
 }
 

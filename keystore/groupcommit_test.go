@@ -202,3 +202,68 @@ func TestCommitterFailedCommitFailsEveryWrite(t *testing.T) {
 		assert.True(t, errors.Is(err, berrors.ErrDatabaseNotOpen), err)
 	}
 }
+
+// gathering reports whether a leader waits for the queue to fill.
+func gathering(c *committer) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.want > 0
+}
+
+// After a big commit, a leader that finds only a few writers back waits
+// for the rest of them (up to three quarters of the big batch) and commits
+// them all at once, instead of committing the first few alone.
+func TestCommitterGathersTheWritersOfABigBatch(t *testing.T) {
+	t.Parallel()
+	b := openTestBolt(t)
+	c := b.writes
+	ctx := context.Background()
+	release := holdTurn(c)
+	// As after a commit of 8 writes; a long one, so the wait cannot run
+	// out on a slow machine.
+	c.peakBatch, c.lastCommit = 8, time.Minute
+	before := c.commits.Load()
+	var wg sync.WaitGroup
+	create := func(key string) {
+		wg.Go(func() {
+			_, created, err := b.Create(ctx, testRecord(key, ""))
+			assert.NoError(t, err)
+			assert.True(t, created)
+		})
+	}
+	create("first-0")
+	create("first-1")
+	waitQueued(t, c, 2)
+	release()
+	for !gathering(c) {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 4 {
+		create(fmt.Sprint("later-", i))
+	}
+	wg.Wait()
+	assert.Equal(t, before+1, c.commits.Load(), "the two first writes wait for the four later ones: one commit")
+	all, err := b.List(ctx, Filter{})
+	require.NoError(t, err)
+	assert.Len(t, all, 6)
+}
+
+// A writer left alone after a burst waits for its peers once, at most as
+// long as the last commit took; the wait that runs out tells the leader
+// that the writers are gone, and the next write commits at once.
+func TestCommitterLoneWriterAfterABurstWaitsOnce(t *testing.T) {
+	t.Parallel()
+	b := openTestBolt(t)
+	c := b.writes
+	ctx := context.Background()
+	release := holdTurn(c)
+	c.peakBatch, c.lastCommit = 64, 20*time.Millisecond
+	release()
+	_, _, err := b.Create(ctx, testRecord("alone", ""))
+	require.NoError(t, err)
+	holdTurn(c)() // the turn is free again: the commit's state is the leader's no more
+	assert.Equal(t, 1, c.peakBatch, "the wait ran out with one write: no more are expected")
+	_, _, err = b.Create(ctx, testRecord("alone-again", ""))
+	require.NoError(t, err)
+	assert.Equal(t, 1, c.peakBatch)
+}

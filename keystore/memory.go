@@ -22,9 +22,14 @@ type Memory struct {
 }
 
 var (
-	_ Store   = (*Memory)(nil)
-	_ Adopter = (*Memory)(nil)
+	_ Store       = (*Memory)(nil)
+	_ Adopter     = (*Memory)(nil)
+	_ NonBlocking = (*Memory)(nil)
 )
+
+// WritesNeverBlock reports true: a write only encodes the record and
+// takes m's lock, which no call holds across I/O (see NonBlocking).
+func (m *Memory) WritesNeverBlock() bool { return true }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {

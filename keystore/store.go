@@ -128,7 +128,14 @@ func BusinessName(stored, principal string) string {
 	if principal == "" {
 		return stored
 	}
-	return strings.TrimSuffix(stored, principalNameMark+principal)
+	// strings.TrimSuffix(stored, principalNameMark+principal), without
+	// building the suffix.
+	if name, ok := strings.CutSuffix(stored, principal); ok {
+		if name, ok := strings.CutSuffix(name, principalNameMark); ok {
+			return name
+		}
+	}
+	return stored
 }
 
 // Outcomes a Reconciliation may record.
