@@ -10,11 +10,17 @@
 //		-protected '127.0.0.1:18082,postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		-protected 127.0.0.1:18083,redis://127.0.0.1:6379/0
 //
-// A -protected or -unprotected value is an address, optionally followed
-// by a comma and the store: memory (the default), a postgres:// DSN
-// (pgxpool settings such as pool_max_conns go in the DSN) or a redis://
-// URL. The shared stores keep their data in their own schema (idem_bench)
-// or key prefix (idem-bench:), apart from other users of the database.
+// A -protected, -unprotected or -plain value is an address, optionally
+// followed by a comma and the store: memory (the default), a postgres://
+// DSN (pgxpool settings such as pool_max_conns go in the DSN) or a
+// redis:// URL. -plain serves a handler written with net/http and
+// encoding/json alone that checks and stores a payment as the reference
+// handler does (plain.go), the baseline of the reference handler's own
+// cost. The shared stores keep their data in their own schema (-schema,
+// default idem_bench) or key prefix (-prefix, default idem-bench:), apart
+// from other users of the database. Every listener also answers GET
+// /debug/cpu with the process's CPU time (cpu.go), for
+// bench/cmd/serverbench.
 package main
 
 import (
@@ -46,11 +52,15 @@ func main() {
 	}
 }
 
-// Where the shared stores keep the benchmark's records.
+// Where the shared stores keep the benchmark's records unless -schema or
+// -prefix say otherwise.
 const (
 	benchSchema = "idem_bench"
 	benchPrefix = "idem-bench:"
 )
+
+// storeNames are where the shared stores keep their data.
+type storeNames struct{ schema, prefix string }
 
 // openTimeout bounds connecting to a shared store at start.
 const openTimeout = 15 * time.Second
@@ -78,16 +88,18 @@ type endpoint struct {
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("benchserver", flag.ContinueOnError)
-	var protected, unprotected serveFlag
+	var protected, unprotected, plain serveFlag
 	fs.Var(&protected, "protected", "`addr[,store]` of a protected server; store is memory (default), postgres://… or redis://…; repeatable")
 	fs.Var(&unprotected, "unprotected", "`addr[,store]` of the unprotected handler on that store; repeatable")
+	fs.Var(&plain, "plain", "`addr[,store]` of a plain net/http JSON handler with the same checks and effect; repeatable")
+	names := storeNames{}
+	fs.StringVar(&names.schema, "schema", benchSchema, "Postgres schema of the shared stores")
+	fs.StringVar(&names.prefix, "prefix", benchPrefix, "Redis key prefix of the shared stores")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(protected) == 0 {
+	if len(protected)+len(unprotected)+len(plain) == 0 {
 		protected = serveFlag{"127.0.0.1:18080"}
-	}
-	if len(unprotected) == 0 {
 		unprotected = serveFlag{"127.0.0.1:18081"}
 	}
 
@@ -98,21 +110,30 @@ func run(ctx context.Context, args []string) error {
 		}
 	}()
 	var endpoints []endpoint
-	for _, u := range unprotected {
-		addr, location := splitServe(u)
-		st, err := openStore(ctx, location)
-		if err != nil {
-			return err
+	bare := func(values serveFlag, what string, handler func(testserver.Store) http.Handler) error {
+		for _, v := range values {
+			addr, location := splitServe(v)
+			st, err := openStore(ctx, location, names)
+			if err != nil {
+				return err
+			}
+			if st == nil {
+				st = testserver.NewMemoryStore()
+			}
+			closers = append(closers, st.Close)
+			endpoints = append(endpoints, endpoint{addr, what + ", " + redact(location), handler(st)})
 		}
-		if st == nil {
-			st = testserver.NewMemoryStore()
-		}
-		closers = append(closers, st.Close)
-		endpoints = append(endpoints, endpoint{addr, "unprotected, " + redact(location), testserver.UnguardedPaymentsHandler(st)})
+		return nil
+	}
+	if err := bare(unprotected, "unprotected", testserver.UnguardedPaymentsHandler); err != nil {
+		return err
+	}
+	if err := bare(plain, "plain", plainPaymentsHandler); err != nil {
+		return err
 	}
 	for _, p := range protected {
 		addr, location := splitServe(p)
-		st, err := openStore(ctx, location)
+		st, err := openStore(ctx, location, names)
 		if err != nil {
 			return err
 		}
@@ -133,7 +154,7 @@ func run(ctx context.Context, args []string) error {
 
 // openStore opens the store a -protected value names; nil means the
 // reference server's own memory store.
-func openStore(ctx context.Context, location string) (testserver.Store, error) {
+func openStore(ctx context.Context, location string, names storeNames) (testserver.Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	scheme, _, _ := strings.Cut(location, "://")
@@ -141,14 +162,14 @@ func openStore(ctx context.Context, location string) (testserver.Store, error) {
 	case "memory":
 		return nil, nil
 	case "postgres", "postgresql":
-		st, err := pgstore.Open(ctx, location, pgstore.WithSchema(benchSchema))
+		st, err := pgstore.Open(ctx, location, pgstore.WithSchema(names.schema))
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", redact(location), err)
 		}
 		return st, nil
 	case "redis", "rediss":
 		// Benchmark data is throwaway: a Redis that persists nothing will do.
-		st, err := redisstore.Open(ctx, location, redisstore.WithPrefix(benchPrefix), redisstore.WithAllowVolatile())
+		st, err := redisstore.Open(ctx, location, redisstore.WithPrefix(names.prefix), redisstore.WithAllowVolatile())
 		if err != nil {
 			return nil, fmt.Errorf("opening %s: %w", redact(location), err)
 		}
@@ -181,7 +202,7 @@ func serve(ctx context.Context, endpoints []endpoint) error {
 		if err != nil {
 			return err
 		}
-		hs := &http.Server{Handler: e.h, ReadHeaderTimeout: 10 * time.Second}
+		hs := &http.Server{Handler: withCPU(e.h), ReadHeaderTimeout: 10 * time.Second}
 		running = append(running, hs)
 		fmt.Printf("listening on http://%s (%s)\n", ln.Addr(), e.what)
 		go func() { errs <- hs.Serve(ln) }()

@@ -20,11 +20,11 @@ func TestSplitServeDefaultsToMemory(t *testing.T) {
 
 func TestOpenStoreRejectsUnknownStoresWithoutLeakingPasswords(t *testing.T) {
 	t.Parallel()
-	st, err := openStore(context.Background(), "memory")
+	st, err := openStore(context.Background(), "memory", storeNames{})
 	require.NoError(t, err)
 	assert.Nil(t, st, "memory means the reference server's own store")
 
-	_, err = openStore(context.Background(), "mysql://user:hunter2@host/db")
+	_, err = openStore(context.Background(), "mysql://user:hunter2@host/db", storeNames{})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2")
 }
