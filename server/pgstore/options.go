@@ -30,6 +30,7 @@ type config struct {
 	connectTimeout time.Duration
 	maxConns       int32
 	grace          time.Duration
+	asyncReserve   bool
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -88,4 +89,24 @@ func WithMaxConns(n int32) Option {
 // over. It must be at least a microsecond, the database's resolution.
 func WithReservationGrace(d time.Duration) Option {
 	return func(c *config) { c.grace = d }
+}
+
+// WithAsyncReservations makes Reserve commit without waiting for its
+// write-ahead log record to reach the disk (synchronous_commit = off for
+// that one transaction; the session and the server keep their setting),
+// so a protected request makes one durable commit, its completion,
+// instead of two. A reservation the database loses in a crash never
+// lets an effect commit twice: the completion's durable commit flushes
+// the log up to itself, the reservation included, and a completion whose
+// reservation was lost finds no row to compare its token with and is
+// fenced (docs/PROTOCOL.md, "One durable commit per request").
+//
+// Enable it only when every effect of a guarded handler commits in the
+// completion's transaction (CompleteTx) or is otherwise fenced by it. An
+// effect outside the database (a call to another service) would run
+// again on a retry after a database crash had lost its reservation, where
+// a durable reservation keeps the key reserved until its lease ends.
+// Off by default.
+func WithAsyncReservations(enabled bool) Option {
+	return func(c *config) { c.asyncReserve = enabled }
 }

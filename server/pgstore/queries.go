@@ -5,14 +5,22 @@ import "fmt"
 // queries holds the store's SQL with the schema's table names filled in
 // once, at Open.
 type queries struct {
-	reserve, selectRecord, complete, release, sweep string
+	reserve, selectRecord, complete, completeOrAbort, release, sweep string
 }
 
 // Every time below comes from clock_timestamp(): the database's clock,
 // read when the statement runs, so no replica's clock ever decides a
 // lease or a retention.
-func newQueries(schema string) queries {
+func newQueries(schema string, asyncReserve bool) queries {
 	records := table(schema, "idempotency_records")
+	// With asyncReserve, the row comes from a subquery that first turns
+	// synchronous_commit off for the statement's own transaction
+	// (set_config's third argument: local), so its commit does not wait
+	// for the log flush; the pooled session keeps its setting.
+	reserveFrom := ""
+	if asyncReserve {
+		reserveFrom = "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
+	}
 	return queries{
 		// One statement: create-if-absent on the unique constraint, or take
 		// over a record whose lease expired (same fingerprint only: another
@@ -20,7 +28,8 @@ func newQueries(schema string) queries {
 		// No row back means the existing record stands.
 		reserve: fmt.Sprintf(`
 INSERT INTO %[1]s AS r (principal, method, route, key, fingerprint, state, token, lease_expires, created_at)
-VALUES ($1, $2, $3, $4, $5, 'reserved', $6, clock_timestamp() + $7 * interval '1 microsecond', clock_timestamp())
+SELECT $1, $2, $3, $4, $5, 'reserved', $6, clock_timestamp() + $7 * interval '1 microsecond', clock_timestamp()
+%[2]s
 ON CONFLICT ON CONSTRAINT idempotency_records_scope_key DO UPDATE SET
 	fingerprint = EXCLUDED.fingerprint, state = 'reserved', token = EXCLUDED.token,
 	lease_expires = EXCLUDED.lease_expires, created_at = EXCLUDED.created_at,
@@ -28,20 +37,23 @@ ON CONFLICT ON CONSTRAINT idempotency_records_scope_key DO UPDATE SET
 	resource_id = NULL, expires_at = NULL
 WHERE (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() AND r.fingerprint = EXCLUDED.fingerprint)
    OR (r.state = 'completed' AND r.expires_at <= clock_timestamp())
-RETURNING true`, records),
+RETURNING true`, records, reserveFrom),
 
 		selectRecord: fmt.Sprintf(`
 SELECT fingerprint, state, token, lease_expires, response_status, response_header,
        response_body, resource_id, created_at, expires_at
 FROM %[1]s WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4`, records),
 
-		complete: fmt.Sprintf(`
-UPDATE %[1]s SET state = 'completed', token = NULL, lease_expires = NULL,
-	response_status = $6, response_header = $7, response_body = $8, resource_id = $9,
-	expires_at = clock_timestamp() + $10 * interval '1 microsecond'
-WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
-  AND state = 'reserved' AND token = $5`, records),
+		complete: completeSQL(records),
 
+		// complete, made to fail when fenced: it divides by the number of
+		// records it completed, so a token that owns nothing raises
+		// division_by_zero (fencedState) and aborts the batch that
+		// CompleteBatch sends it in, effect included.
+		completeOrAbort: fmt.Sprintf(`
+WITH completed AS (%[2]s
+RETURNING 1)
+SELECT 1 / count(*) FROM completed`, records, completeSQL(records)),
 		release: fmt.Sprintf(`
 DELETE FROM %[1]s
 WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
@@ -72,4 +84,15 @@ WHERE r.principal = due.principal AND r.method = due.method AND r.route = due.ro
   AND ((r.state = 'completed' AND r.expires_at <= clock_timestamp())
     OR (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() - $2 * interval '1 microsecond'))`, records),
 	}
+}
+
+// completeSQL is the compare-and-set of a completion on the token; its
+// arguments are completionArgs'.
+func completeSQL(records string) string {
+	return fmt.Sprintf(`
+UPDATE %[1]s SET state = 'completed', token = NULL, lease_expires = NULL,
+	response_status = $6, response_header = $7, response_body = $8, resource_id = $9,
+	expires_at = clock_timestamp() + $10 * interval '1 microsecond'
+WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4
+  AND state = 'reserved' AND token = $5`, records)
 }

@@ -100,29 +100,39 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 // complete is the compare-and-set that turns c's reservation into a
 // completed record, on the pool or inside a caller's transaction.
 func (s *Store) complete(ctx context.Context, db execer, c server.Completion) error {
-	// Timestamps are microseconds in PostgreSQL.
-	if err := server.ValidateCompletion(c, time.Microsecond); err != nil {
-		return err
-	}
-	if err := checkText("resource id", c.Response.ResourceID); err != nil {
-		return err
-	}
-	header, err := server.EncodeHeader(c.Response.Header)
+	args, err := completionArgs(c)
 	if err != nil {
 		return err
 	}
-	r := c.Reservation
-	tag, err := db.Exec(ctx, s.q.complete,
-		r.Scope.Principal, r.Scope.Method, r.Scope.Route, r.Key, r.Token,
-		c.Response.Status, header, nonNil(c.Response.Body), c.Response.ResourceID, c.Retention.Microseconds())
+	tag, err := db.Exec(ctx, s.q.complete, args...)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", server.KeyHash(r.Key))
+		s.logger.Info("pgstore: stale owner fenced on complete", "key_hash", server.KeyHash(c.Reservation.Key))
 		return server.ErrFenced
 	}
 	return nil
+}
+
+// completionArgs checks c and returns the arguments of the complete
+// statements: the record's scope and key, the token, then the response
+// and the retention.
+func completionArgs(c server.Completion) ([]any, error) {
+	// Timestamps are microseconds in PostgreSQL.
+	if err := server.ValidateCompletion(c, time.Microsecond); err != nil {
+		return nil, err
+	}
+	if err := checkText("resource id", c.Response.ResourceID); err != nil {
+		return nil, err
+	}
+	header, err := server.EncodeHeader(c.Response.Header)
+	if err != nil {
+		return nil, err
+	}
+	r := c.Reservation
+	return []any{r.Scope.Principal, r.Scope.Method, r.Scope.Route, r.Key, r.Token,
+		c.Response.Status, header, nonNil(c.Response.Body), c.Response.ResourceID, c.Retention.Microseconds()}, nil
 }
 
 // Release implements server.Store.

@@ -71,7 +71,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 }
 
 func newStore(pool *pgxpool.Pool, cfg config) *Store {
-	return &Store{pool: pool, schema: cfg.schema, q: newQueries(cfg.schema), grace: cfg.grace, logger: cfg.logger}
+	return &Store{pool: pool, schema: cfg.schema, q: newQueries(cfg.schema, cfg.asyncReserve), grace: cfg.grace, logger: cfg.logger}
 }
 
 // Pool returns the store's connection pool, to begin the transactions

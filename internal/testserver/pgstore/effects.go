@@ -24,11 +24,8 @@ func (s *Store) CreatePayment(ctx context.Context, p testserver.Payment, c *test
 		"reference", p.Reference, "status", p.Status); err != nil {
 		return err
 	}
-	err := s.withCompletion(ctx, c, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, s.q.insertPayment,
-			p.Principal, p.ID, p.Amount, p.Currency, p.Reference, p.Status, p.Created)
-		return describeInsert(err, "payment", p.ID)
-	})
+	err := describeInsert(s.withCompletion(ctx, c, s.q.insertPayment,
+		p.Principal, p.ID, p.Amount, p.Currency, p.Reference, p.Status, p.Created), "payment", p.ID)
 	if err != nil {
 		return fmt.Errorf("pgstore: create payment: %w", err)
 	}
@@ -44,30 +41,29 @@ func (s *Store) CreateOperation(ctx context.Context, op testserver.Operation, c 
 		"currency", op.Currency, "reference", op.Reference); err != nil {
 		return err
 	}
-	err := s.withCompletion(ctx, c, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, s.q.insertOperation,
-			op.Principal, op.ID, op.Kind, op.Amount, op.Currency, op.Reference, op.Created, op.SettleAt)
-		return describeInsert(err, "operation", op.ID)
-	})
+	err := describeInsert(s.withCompletion(ctx, c, s.q.insertOperation,
+		op.Principal, op.ID, op.Kind, op.Amount, op.Currency, op.Reference, op.Created, op.SettleAt), "operation", op.ID)
 	if err != nil {
 		return fmt.Errorf("pgstore: create operation: %w", err)
 	}
 	return nil
 }
 
-// withCompletion runs insert and, when c is non-nil, completes c's
-// reservation in the same transaction. The completion runs first: it
-// locks the record row, so a concurrent takeover waits for this commit
-// or fences it, and a fenced completion rolls back before any insert.
-func (s *Store) withCompletion(ctx context.Context, c *testserver.Completion, insert func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if c != nil {
-			if err := s.CompleteTx(ctx, tx, *c); err != nil {
-				return err
-			}
-		}
-		return insert(tx)
-	})
+// withCompletion runs the insert query with args and, when c is
+// non-nil, completes c's reservation in the same transaction, one round
+// trip for both (CompleteBatch). The completion runs first: it locks the
+// record row, so a concurrent takeover waits for this commit or fences
+// it, and a fenced completion aborts the insert with it. Without a
+// completion the insert is a statement of its own, committed alone, as
+// a handler without the idempotency layer would write it.
+func (s *Store) withCompletion(ctx context.Context, c *testserver.Completion, query string, args ...any) error {
+	if c == nil {
+		_, err := s.pool.Exec(ctx, query, args...)
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	return s.CompleteBatch(ctx, *c, b)
 }
 
 // describeInsert turns a duplicate-key failure into a readable error.

@@ -31,16 +31,21 @@ type Option = pgstore.Option
 const DefaultSchema = pgstore.DefaultSchema
 
 var (
-	WithSchema           = pgstore.WithSchema
-	WithLogger           = pgstore.WithLogger
-	WithConnectTimeout   = pgstore.WithConnectTimeout
-	WithMaxConns         = pgstore.WithMaxConns
-	WithReservationGrace = pgstore.WithReservationGrace
+	WithSchema            = pgstore.WithSchema
+	WithLogger            = pgstore.WithLogger
+	WithConnectTimeout    = pgstore.WithConnectTimeout
+	WithMaxConns          = pgstore.WithMaxConns
+	WithReservationGrace  = pgstore.WithReservationGrace
+	WithAsyncReservations = pgstore.WithAsyncReservations
 )
 
 // Open opens server/pgstore on dsn and creates the payments tables in
-// its schema if they are missing.
+// its schema if they are missing. Reservations commit asynchronously
+// (WithAsyncReservations) unless opts say otherwise: every effect of the
+// payments API commits with its key's completion, which is what makes
+// that safe.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	opts = append([]Option{pgstore.WithAsyncReservations(true)}, opts...)
 	records, err := pgstore.Open(ctx, dsn, opts...)
 	if err != nil {
 		return nil, err
