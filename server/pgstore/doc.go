@@ -16,9 +16,14 @@
 //     server.ErrFenced.
 //   - With CompleteTx the handler's rows and the key's completion are
 //     written in the caller's transaction: after a crash either both are
-//     there or neither is.
+//     there or neither is. CompleteBatch does the same for statements
+//     known in advance, in one round trip.
 //   - Everything is committed before a call returns, so a server restart
 //     loses nothing (given PostgreSQL's default synchronous_commit = on).
+//     With WithAsyncReservations, Reserve alone commits without waiting
+//     for the log flush: one durable commit per request instead of two,
+//     safe when every effect commits with its completion (see the
+//     option).
 //
 // # Schema
 //
