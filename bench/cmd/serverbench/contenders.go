@@ -28,12 +28,18 @@ const (
 // contender is one benchserver process serving one handler on one store.
 type contender struct {
 	kind, store, location string
+	before                bool // served by the -before build
 	url                   string
 	cmd                   *exec.Cmd
 	hc                    *http.Client
 }
 
-func (c *contender) name() string { return c.kind + ", " + c.store }
+func (c *contender) name() string {
+	if c.before {
+		return c.kind + ", " + c.store + " (before)"
+	}
+	return c.kind + ", " + c.store
+}
 
 // plan lists the contenders of the stores asked for, and the stores left
 // out for want of a URL.
@@ -50,6 +56,11 @@ func plan(cfg config) (contenders []*contender, skipped []string) {
 		}
 		for _, k := range kinds {
 			contenders = append(contenders, &contender{kind: k, store: s, location: location})
+		}
+		if cfg.before != "" {
+			for _, k := range []string{kindUnprotected, kindProtected} {
+				contenders = append(contenders, &contender{kind: k, store: s, location: location, before: true})
+			}
 		}
 	}
 	return contenders, skipped

@@ -17,6 +17,10 @@
 //
 //	go run ./bench/cmd/serverbench -rounds 5 -duration 3s
 //
+// With -before, the unprotected and protected servers of another
+// benchserver build run in the same rounds, so a change is measured
+// against the build before it.
+//
 // The Postgres DSN comes from -postgres, else IDEM_BENCH_POSTGRES, else
 // IDEM_TEST_POSTGRES; the Redis URL from -redis, IDEM_BENCH_REDIS or
 // IDEM_TEST_REDIS. A store without one is left out. Data goes to a schema
@@ -50,6 +54,7 @@ func main() {
 // config is what the flags say.
 type config struct {
 	benchserver     string
+	before          string
 	postgres, redis string
 	stores          []string
 	rounds          int
@@ -61,6 +66,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("serverbench", flag.ContinueOnError)
 	cfg := config{}
 	fs.StringVar(&cfg.benchserver, "benchserver", "", "`path` of a built bench/cmd/benchserver (default: build it with go build)")
+	fs.StringVar(&cfg.before, "before", "", "`path` of another benchserver build (say, of the previous commit) whose unprotected and protected servers run too, labelled \"before\"")
 	fs.StringVar(&cfg.postgres, "postgres", firstEnv("IDEM_BENCH_POSTGRES", "IDEM_TEST_POSTGRES"), "Postgres `DSN` (default $IDEM_BENCH_POSTGRES, else $IDEM_TEST_POSTGRES)")
 	fs.StringVar(&cfg.redis, "redis", firstEnv("IDEM_BENCH_REDIS", "IDEM_TEST_REDIS"), "Redis `URL` (default $IDEM_BENCH_REDIS, else $IDEM_TEST_REDIS)")
 	stores := fs.String("stores", "memory,postgres,redis", "comma-separated `stores` to measure")
@@ -119,7 +125,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer dropData(cfg, names)
 	for i := range contenders {
-		if err := contenders[i].start(ctx, binary, names); err != nil {
+		bin := binary
+		if contenders[i].before {
+			bin = cfg.before
+		}
+		if err := contenders[i].start(ctx, bin, names); err != nil {
 			stopAll(contenders)
 			return err
 		}

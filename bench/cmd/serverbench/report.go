@@ -48,10 +48,11 @@ func perRound(a, b []round, f func(a, b round) float64) []float64 {
 	return out
 }
 
-// find returns the index of the contender of kind on store, or -1.
-func find(cs []*contender, kind, store string) int {
+// find returns the index of the contender of kind on store, of the
+// -before build or not, or -1.
+func find(cs []*contender, kind, store string, before bool) int {
 	for i, c := range cs {
-		if c.kind == kind && c.store == store {
+		if c.kind == kind && c.store == store && c.before == before {
 			return i
 		}
 	}
@@ -74,15 +75,22 @@ func report(out io.Writer, cfg config, cs []*contender, results [][]round, load0
 	throughput := func(a, b round) float64 { return a.perSecond / b.perSecond }
 	cpuDiff := func(a, b round) float64 { return float64(a.cpuPerRequest-b.cpuPerRequest) / float64(time.Microsecond) }
 	for _, store := range cfg.stores {
-		p, u := find(cs, kindProtected, store), find(cs, kindUnprotected, store)
-		if p < 0 || u < 0 {
-			continue
+		for _, before := range []bool{false, true} {
+			p, u := find(cs, kindProtected, store, before), find(cs, kindUnprotected, store, before)
+			if p < 0 || u < 0 {
+				continue
+			}
+			fmt.Fprintf(out, "| %s / %s | **%s** | %s |\n", cs[p].name(), cs[u].name(),
+				spreadOf(perRound(results[p], results[u], throughput)).format("%.2f"),
+				spreadOf(perRound(results[p], results[u], cpuDiff)).format("%+.1f"))
 		}
-		fmt.Fprintf(out, "| protected / unprotected, %s | **%s** | %s |\n", store,
-			spreadOf(perRound(results[p], results[u], throughput)).format("%.2f"),
-			spreadOf(perRound(results[p], results[u], cpuDiff)).format("%+.1f"))
+		if p, pb := find(cs, kindProtected, store, false), find(cs, kindProtected, store, true); p >= 0 && pb >= 0 {
+			fmt.Fprintf(out, "| %s / %s | %s | %s |\n", cs[p].name(), cs[pb].name(),
+				spreadOf(perRound(results[p], results[pb], throughput)).format("%.2f"),
+				spreadOf(perRound(results[p], results[pb], cpuDiff)).format("%+.1f"))
+		}
 	}
-	if u, pl := find(cs, kindUnprotected, "memory"), find(cs, kindPlain, "memory"); u >= 0 && pl >= 0 {
+	if u, pl := find(cs, kindUnprotected, "memory", false), find(cs, kindPlain, "memory", false); u >= 0 && pl >= 0 {
 		fmt.Fprintf(out, "| unprotected reference handler / plain net/http handler, memory | %s | %s |\n",
 			spreadOf(perRound(results[u], results[pl], throughput)).format("%.2f"),
 			spreadOf(perRound(results[u], results[pl], cpuDiff)).format("%+.1f"))
