@@ -29,9 +29,10 @@ end
 `
 
 // reserveLua: KEYS[1] record, KEYS[2] expiry index; ARGV token, lease
-// ms, fingerprint, principal, method, route, key, grace ms. Returns
-// {'reserved'} or {'existing', field, value, …}. A reservation expires,
-// and is indexed as due, at the end of its lease plus the grace.
+// ms, fingerprint, grace ms. Returns {'reserved'} or {'existing', field,
+// value, …}. A reservation expires, and is indexed as due, at the end of
+// its lease plus the grace. The record holds only what a replay or a
+// takeover reads: the scope and key are in the record's name already.
 const reserveLua = luaPrelude + `
 local rec = KEYS[1]
 local now = now_ms()
@@ -48,10 +49,9 @@ if not free then
 	return out
 end
 local lease = now + tonumber(ARGV[2])
-redis.call('DEL', rec)
-redis.call('HSET', rec, 'state', 'reserved', 'token', ARGV[1], 'lease', lease, 'fp', ARGV[3],
-	'created', now, 'principal', ARGV[4], 'method', ARGV[5], 'route', ARGV[6], 'key', ARGV[7])
-local due = lease + tonumber(ARGV[8])
+if f[1] then redis.call('DEL', rec) end
+redis.call('HSET', rec, 'state', 'reserved', 'token', ARGV[1], 'lease', lease, 'fp', ARGV[3], 'created', now)
+local due = lease + tonumber(ARGV[4])
 redis.call('PEXPIREAT', rec, due)
 redis.call('ZADD', KEYS[2], due, rec)
 return {'reserved'}

@@ -83,7 +83,7 @@ func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprin
 	}
 	token := rand.Text()
 	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries(scope.Principal)},
-		token, lease.Milliseconds(), fingerprint, scope.Principal, scope.Method, scope.Route, key, s.grace.Milliseconds(),
+		token, lease.Milliseconds(), fingerprint, s.grace.Milliseconds(),
 	).Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
