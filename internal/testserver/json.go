@@ -58,7 +58,7 @@ func requireJSONContentType(r *http.Request) *requestError {
 // readBody reads the whole body, refusing more than maxBody bytes with a
 // 413 problem.
 func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, *requestError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := readSized(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength, maxBody)
 	if err == nil {
 		return body, nil
 	}
@@ -79,6 +79,18 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, *r
 // be spelled exactly as in allowed (no case folding), may appear once, and
 // nothing but white space may follow the object.
 func decodeObject(body []byte, allowed ...string) (map[string]json.RawMessage, *requestError) {
+	if json.Valid(body) {
+		if members, rerr, ok := scanObject(body, allowed); ok {
+			return members, rerr
+		}
+	}
+	// Not an object, or not valid JSON: the decoder finds what is wrong.
+	return decodeObjectTokens(body, allowed)
+}
+
+// decodeObjectTokens is decodeObject with encoding/json's decoder, token
+// by token, for bodies scanObject does not take.
+func decodeObjectTokens(body []byte, allowed []string) (map[string]json.RawMessage, *requestError) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, invalidRequest("the request body must be a JSON object")
@@ -135,8 +147,11 @@ func isIntegerLiteral(raw json.RawMessage) bool {
 
 // decodeString reads a JSON string; null and other types are refused.
 func decodeString(field string, raw json.RawMessage) (string, *requestError) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", invalidRequest("%s must be a string, got %s", field, describeJSON(raw))
+	}
+	s, err := jsonString(raw)
+	if err != nil {
 		return "", invalidRequest("%s must be a string, got %s", field, describeJSON(raw))
 	}
 	return s, nil
