@@ -69,44 +69,11 @@ go build -o "$OUT/storm" ./bench/cmd/storm
 "$OUT/storm" -n 200 -slots 8 -service 10ms -rounds 5 -outage 0 | tee "$OUT/storm-10ms.md"
 
 echo "== server throughput (load generator in its own process)"
-# The protected and the unprotected handler run once per store: memory
-# always, Postgres and Redis when a URL is given (IDEM_BENCH_POSTGRES /
-# IDEM_BENCH_REDIS, else IDEM_TEST_POSTGRES / IDEM_TEST_REDIS). The
-# Postgres stores size their pool for 16 concurrent requests by default
-# (internal/pgpool), one per load connection.
-PG=${IDEM_BENCH_POSTGRES:-${IDEM_TEST_POSTGRES:-}}
-REDIS=${IDEM_BENCH_REDIS:-${IDEM_TEST_REDIS:-}}
+# One benchserver process per contender (plain net/http, unprotected and
+# protected on memory; unprotected and protected on Postgres and Redis
+# when a URL is given: IDEM_BENCH_POSTGRES / IDEM_BENCH_REDIS, else
+# IDEM_TEST_POSTGRES / IDEM_TEST_REDIS), driven in interleaved rounds by
+# serverbench, which drops its schema and keys at the end.
 go build -o "$OUT/benchserver" ./bench/cmd/benchserver
-go build -o "$OUT/load" ./bench/cmd/load
-serve_args=(-unprotected 127.0.0.1:18081 -protected 127.0.0.1:18080)
-load_args=(-unprotected memory=http://127.0.0.1:18081 -protected memory=http://127.0.0.1:18080)
-if [ -n "$PG" ]; then
-	serve_args+=(-unprotected "127.0.0.1:18085,$PG" -protected "127.0.0.1:18082,$PG")
-	load_args+=(-unprotected "postgres=http://127.0.0.1:18085" -protected "postgres=http://127.0.0.1:18082")
-fi
-if [ -n "$REDIS" ]; then
-	serve_args+=(-unprotected "127.0.0.1:18087,$REDIS" -protected "127.0.0.1:18084,$REDIS")
-	load_args+=(-unprotected "redis=http://127.0.0.1:18087" -protected "redis=http://127.0.0.1:18084")
-fi
-"$OUT/benchserver" "${serve_args[@]}" > "$OUT/benchserver.log" &
-server=$!
-# The shared stores keep the benchmark's data in their own schema and key
-# prefix (see bench/cmd/benchserver); drop both when the run ends, so the
-# databases are left as they were found.
-cleanup() {
-	kill "$server" 2>/dev/null || true
-	wait "$server" 2>/dev/null || true
-	if [ -n "$PG" ] && command -v psql >/dev/null; then
-		psql "$PG" -qc 'DROP SCHEMA IF EXISTS idem_bench CASCADE' >/dev/null 2>&1 || true
-	fi
-	if [ -n "$REDIS" ] && command -v redis-cli >/dev/null; then
-		redis-cli -u "$REDIS" --scan --pattern 'idem-bench:*' | xargs -r -n 1000 redis-cli -u "$REDIS" del >/dev/null || true
-	fi
-}
-trap cleanup EXIT
-# benchserver opens every store, then listens on every port at once.
-for _ in $(seq 150); do
-	if (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null; then break; fi
-	sleep 0.1
-done
-"$OUT/load" "${load_args[@]}" -conns 16 -rounds 5 -duration 3s | tee "$OUT/server.md"
+go build -o "$OUT/serverbench" ./bench/cmd/serverbench
+"$OUT/serverbench" -benchserver "$OUT/benchserver" -rounds 5 -duration 3s | tee "$OUT/server.md"
