@@ -1,9 +1,14 @@
 package server_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,4 +68,30 @@ func TestStoredScopeNeverHoldsTheToken(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, rec, "the record is scoped by the hash")
 	assert.NotContains(t, rec.Scope.Principal, "sk_live_secret")
+}
+
+// Pooled keyed hashes give every token, from any goroutine, the HMAC a
+// fresh one gives.
+func TestBearerPrincipalMatchesAFreshHMACConcurrently(t *testing.T) {
+	t.Parallel()
+	secret := []byte("pooled-secret")
+	principal := server.BearerPrincipal(secret)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				token := fmt.Sprintf("tok-%d-%d-%s", g, i, strings.Repeat("x", i%70))
+				r := httptest.NewRequest(http.MethodPost, "/", nil)
+				r.Header.Set("Authorization", "Bearer "+token)
+				got, err := principal(r)
+				if !assert.NoError(t, err) {
+					return
+				}
+				mac := hmac.New(sha256.New, secret)
+				mac.Write([]byte(token))
+				assert.Equal(t, "bearer:"+hex.EncodeToString(mac.Sum(nil)), got)
+			}
+		})
+	}
+	wg.Wait()
 }
