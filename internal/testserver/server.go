@@ -258,6 +258,8 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		payoutDelay: cfg.payoutDelay,
 		logger:      cfg.logger,
 		principal:   s.principal,
+		// The layer below is given the same principal function.
+		heldPrincipal: true,
 	}
 	idem := newIdempotency(s.store, dialect, server.WithPrincipal(s.principal),
 		server.WithLease(cfg.lease), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
