@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -15,11 +14,12 @@ import (
 // execute runs next under the reservation, settles the key and answers
 // with the handler's response.
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
-	held := &Held{Reservation: res, Retention: m.cfg.retention}
-	req := r.WithContext(WithHeld(r.Context(), held))
-	req.Body = newBufferedBody(body)
+	hr := newHeldRequest(r.Context(), res, m.cfg.retention, body)
+	held := &hr.held
+	req := r.WithContext(&hr.ctx)
+	req.Body = &hr.body
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return newBufferedBody(body), nil }
+	req.GetBody = hr.getBody
 
 	capture := m.captures.get()
 	recovered, stack := runRecovering(next, capture, req)
