@@ -309,17 +309,17 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	defer release()
 	var out []*Record
-	var damaged corruptRecords
+	var damaged CorruptRecords
 	snap := b.deferredSnapshot() // before the read: see overlay
 	err = b.view(func(tx *bolt.Tx) error {
-		out, damaged = nil, corruptRecords{} // a retried view starts over
+		out, damaged = nil, CorruptRecords{} // a retried view starts over
 		each := func(key string, v []byte) {
 			if d, ok := snap[key]; ok {
 				v = d
 			}
 			rec, err := decodeRecord(key, v)
 			if err != nil {
-				damaged.add(key, err)
+				damaged.Add(key, err)
 				return
 			}
 			if f.matches(rec) {
@@ -346,7 +346,7 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 		return nil, err
 	}
 	sortOldestFirst(out)
-	return out, damaged.err()
+	return out, damaged.Err()
 }
 
 // Close waits for calls in flight, commits the writes UpdateDeferred left
@@ -427,14 +427,14 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 		return total, err
 	}
 	var from []byte // first key of the next transaction's scan
-	var damaged corruptRecords
+	var damaged CorruptRecords
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
 		var res PurgeResult
 		var next []byte
-		var bad corruptRecords
+		var bad CorruptRecords
 		err := guard(b.path, func() error {
 			return b.db.Update(func(tx *bolt.Tx) error {
 				var err error
@@ -450,9 +450,9 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 		}
 		total.Deleted += res.Deleted
 		total.Tombstoned += res.Tombstoned
-		damaged.merge(bad)
+		damaged.Merge(bad)
 		if next == nil {
-			return total, damaged.err()
+			return total, damaged.Err()
 		}
 		from = next
 	}
@@ -462,8 +462,8 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 // purgeBatch or looked at purgeScan records. It returns what it did and
 // the key to resume at (nil at the end); the damaged records it passed
 // over go to damaged.
-func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Time, damaged *corruptRecords) (PurgeResult, []byte, error) {
-	*damaged = corruptRecords{} // a transaction run again starts over
+func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Time, damaged *CorruptRecords) (PurgeResult, []byte, error) {
+	*damaged = CorruptRecords{} // a transaction run again starts over
 	var res PurgeResult
 	records, names := tx.Bucket(bucketRecords), tx.Bucket(bucketNames)
 	type victim struct {
@@ -485,7 +485,7 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Tim
 		scanned++
 		sum, err := decodeSummary(string(k), v)
 		if err != nil {
-			damaged.add(string(k), err)
+			damaged.Add(string(k), err)
 			continue
 		}
 		// Keys are copied: writing invalidates the cursor's memory.
@@ -496,7 +496,7 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Tim
 		case PurgeTombstone:
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
-				damaged.add(string(k), err)
+				damaged.Add(string(k), err)
 				continue
 			}
 			if vic.tombstone, err = encodeRecord(rec.Tombstone(now)); err != nil {

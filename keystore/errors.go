@@ -52,24 +52,31 @@ func (e *CorruptRecordsError) Error() string {
 // Is reports that the error matches ErrCorrupt.
 func (e *CorruptRecordsError) Is(target error) bool { return target == ErrCorrupt }
 
-// corruptRecords collects the damaged records a scan passes over.
-type corruptRecords struct {
+// CorruptRecords collects the damaged records a scan passes over, so a
+// store (in this package or outside it) reports them all at once; the zero
+// value is empty and ready to use.
+type CorruptRecords struct {
 	keys []string
 	errs []error
 }
 
-func (c *corruptRecords) add(key string, err error) {
+// Add records that the record under key could not be read, and why.
+func (c *CorruptRecords) Add(key string, err error) {
 	c.keys = append(c.keys, key)
 	c.errs = append(c.errs, err)
 }
 
-func (c *corruptRecords) merge(o corruptRecords) {
+// Merge adds every record o holds.
+func (c *CorruptRecords) Merge(o CorruptRecords) {
 	c.keys = append(c.keys, o.keys...)
 	c.errs = append(c.errs, o.errs...)
 }
 
-// err is the *CorruptRecordsError naming the damaged records, nil if none.
-func (c corruptRecords) err() error {
+// Len is how many damaged records c holds.
+func (c CorruptRecords) Len() int { return len(c.keys) }
+
+// Err is the *CorruptRecordsError naming the damaged records, nil if none.
+func (c CorruptRecords) Err() error {
 	if len(c.keys) == 0 {
 		return nil
 	}

@@ -42,7 +42,7 @@ func (p *Store) Claim(ctx context.Context, owner string, lease time.Duration, li
 		return strings.Compare(a.Key, b.Key)
 	})
 	p.log.Debug("keystore: postgres claimed", "owner", owner, "records", len(recs), "lease", lease)
-	return recs, damaged.err()
+	return recs, damaged.Err()
 }
 
 // ClaimKey implements keystore.Claimer: it claims the record with key for owner

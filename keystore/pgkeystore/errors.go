@@ -19,31 +19,6 @@ func settled(key string, from, to keystore.State) error {
 	return fmt.Errorf("update %s: %w (stored %s, given %s)", keystore.KeyRef(key), keystore.ErrSettled, from, to)
 }
 
-// corruptRecords collects the damaged rows a scan passes over.
-type corruptRecords struct {
-	keys []string
-	errs []error
-}
-
-func (c *corruptRecords) add(key string, err error) {
-	c.keys = append(c.keys, key)
-	c.errs = append(c.errs, err)
-}
-
-func (c *corruptRecords) merge(o corruptRecords) {
-	c.keys = append(c.keys, o.keys...)
-	c.errs = append(c.errs, o.errs...)
-}
-
-// err is the *keystore.CorruptRecordsError naming the damaged rows, nil
-// if none.
-func (c corruptRecords) err() error {
-	if len(c.keys) == 0 {
-		return nil
-	}
-	return &keystore.CorruptRecordsError{Keys: c.keys, Errs: c.errs}
-}
-
 // oneLine is err with its message on one line: pgx joins the failures of
 // a connection to several addresses (localhost's IPv4 and IPv6) with
 // newlines, and a keystore error ends up in log lines and a command's

@@ -205,7 +205,7 @@ func scanPostgresRecord(row pgx.Row) (*keystore.Record, error) {
 
 // collectPostgresRecords reads every row of rows, leaving the damaged ones
 // out and naming them in bad. last is the key of the last row read.
-func collectPostgresRecords(rows pgx.Rows) (out []*keystore.Record, bad corruptRecords, last string, err error) {
+func collectPostgresRecords(rows pgx.Rows) (out []*keystore.Record, bad keystore.CorruptRecords, last string, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		r, err := scanPostgresRecord(rows)
@@ -214,7 +214,7 @@ func collectPostgresRecords(rows pgx.Rows) (out []*keystore.Record, bad corruptR
 		}
 		switch {
 		case errors.Is(err, keystore.ErrCorrupt) && r != nil:
-			bad.add(r.Key, err)
+			bad.Add(r.Key, err)
 		case err != nil:
 			return nil, bad, "", err
 		default:

@@ -272,7 +272,7 @@ func (p *Store) List(ctx context.Context, f keystore.Filter) ([]*keystore.Record
 	if err != nil {
 		return nil, p.wrap("list", err)
 	}
-	return recs, damaged.err()
+	return recs, damaged.Err()
 }
 
 // Purge removes settled records as PurgeRequest.Action says, in batches
@@ -301,31 +301,31 @@ func (p *Store) Purge(ctx context.Context, req keystore.PurgeRequest) (keystore.
 		}
 	}
 	after := "" // keys are scanned in order, so each batch starts past the last
-	var damaged corruptRecords
+	var damaged keystore.CorruptRecords
 	for {
 		n, last, bad, err := p.tombstoneBatch(ctx, req.OlderThan, keepNamesAfter, after)
 		res.Tombstoned += n
 		if err != nil {
 			return res, p.wrap("purge", err)
 		}
-		damaged.merge(bad)
+		damaged.Merge(bad)
 		if last == "" {
 			break
 		}
 		after = last
 	}
 	p.log.Debug("keystore: postgres purged", "deleted", res.Deleted, "tombstoned", res.Tombstoned)
-	return res, damaged.err()
+	return res, damaged.Err()
 }
 
 // tombstoneBatch replaces by their tombstones up to PurgeBatch records
 // with keys after after, in one transaction, and returns how many, the
 // last key it looked at ("" when there are no more) and the damaged rows
 // it left alone.
-func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, corruptRecords, error) {
+func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, keystore.CorruptRecords, error) {
 	var n int
 	var last string
-	var damaged corruptRecords
+	var damaged keystore.CorruptRecords
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		n, last = 0, ""
 		rows, err := tx.Query(ctx, p.sql.tombstones, olderThan, keepNamesAfter, after, p.purgeBatch)
@@ -337,7 +337,7 @@ func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNam
 			return err
 		}
 		damaged = bad
-		if len(recs)+len(bad.keys) == p.purgeBatch {
+		if len(recs)+bad.Len() == p.purgeBatch {
 			last = lastRead
 		}
 		now := time.Now()
@@ -352,7 +352,7 @@ func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNam
 		return nil
 	})
 	if err != nil {
-		return 0, "", corruptRecords{}, err
+		return 0, "", keystore.CorruptRecords{}, err
 	}
 	return n, last, damaged, nil
 }
