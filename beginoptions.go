@@ -53,6 +53,9 @@ func DeriveKey(namespace, id string) string {
 }
 
 func beginOptions(opts []BeginOption) (beginConfig, error) {
+	if len(opts) == 0 {
+		return beginConfig{}, nil // b below escapes to the options
+	}
 	var b beginConfig
 	for _, opt := range opts {
 		if opt == nil {

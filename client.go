@@ -165,6 +165,9 @@ func NewKeyV7() (string, error) {
 type keyLocks struct {
 	mu    sync.Mutex
 	locks map[string]*keyLock
+	// spare is a lock no key holds, kept for the next key: one call after
+	// another would otherwise allocate a lock and its channel each.
+	spare *keyLock
 }
 
 type keyLock struct {
@@ -181,7 +184,11 @@ func (l *keyLocks) lock(ctx context.Context, key string) (*keyLock, error) {
 	}
 	kl := l.locks[key]
 	if kl == nil {
-		kl = &keyLock{ch: make(chan struct{}, 1)}
+		kl = l.spare
+		l.spare = nil
+		if kl == nil {
+			kl = &keyLock{ch: make(chan struct{}, 1)}
+		}
 		l.locks[key] = kl
 	}
 	kl.refs++
@@ -208,7 +215,11 @@ func (l *keyLocks) release(key string, kl *keyLock) {
 	defer l.mu.Unlock()
 	kl.refs--
 	if kl.refs == 0 {
+		// No one holds or waits for kl: its channel is empty.
 		delete(l.locks, key)
+		if l.spare == nil {
+			l.spare = kl
+		}
 	}
 }
 

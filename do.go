@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -98,11 +99,11 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 		return nil, &GiveUpError{Reason: err, Key: key}
 	}
 	defer c.locks.unlock(key, kl)
-	rec, err := c.store.Get(ctx, in.Key)
+	loaded, shared, err := c.load(ctx, in.Key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
 	}
-	rec, release, err := c.claimForSend(ctx, rec)
+	rec, release, err := c.claimForSend(ctx, loaded)
 	if err != nil {
 		in.refresh(rec)
 		return nil, err
@@ -111,10 +112,28 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 	if claimer, ok := c.store.(keystore.Claimer); ok && !rec.State.Settled() {
 		ctx = withHeldClaim(ctx, claimer, c.cfg.claims.owner)
 	}
-	before := *rec // settling assigns fields; it never changes what they point to
+	// Settling assigns rec's fields; it never changes what they point to.
+	// So a shared record is settled in a shallow copy and stays as it was
+	// loaded; a record of its own is copied to keep that.
+	var before *keystore.Record
+	fingerprinted := false
+	if shared && rec == loaded {
+		fingerprinted = in.begun != nil && rec == in.begun
+		before = rec
+		work := *rec
+		work.Reconciliations = slices.Clip(work.Reconciliations) // an append never writes into the shared array
+		rec = &work
+	} else {
+		kept := *rec
+		before = &kept
+	}
 	c.tel.sawRecord(ctx, rec)
-	resp, err := c.settleRecord(ctx, rec)
-	var werr *storeWriteError
+	resp, err := c.settle(ctx, rec, fingerprinted)
+	if err == nil {
+		in.refresh(rec)
+		return resp, nil
+	}
+	var werr *storeWriteError // declared here: errors.As makes it escape
 	if errors.As(err, &werr) && (errors.Is(err, keystore.ErrClaimLost) || errors.Is(err, keystore.ErrSettled)) {
 		// Another worker took the intent over and settled it (or holds
 		// it): its record is the truth, and its answer, if it has one,
@@ -130,7 +149,7 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 	if errors.As(err, &werr) {
 		// The record in memory went further than the keystore: show the
 		// intent as it is stored (as it was, if the keystore cannot say).
-		rec = &before
+		rec = before
 		if stored, gerr := c.lookupWithin(ctx, in.Key); gerr == nil {
 			rec = stored
 		}
@@ -142,6 +161,24 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 // settleRecord does what Do documents for rec's state; rec is updated in
 // place to what was stored.
 func (c *Client) settleRecord(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
+	return c.settle(ctx, rec, false)
+}
+
+// load reads the intent with key for Do: shared says the record may be
+// the keystore's own (keystore.Sharer), which Do must not modify.
+func (c *Client) load(ctx context.Context, key string) (rec *keystore.Record, shared bool, err error) {
+	if s, ok := c.store.(keystore.Sharer); ok {
+		rec, err = s.GetShared(ctx, key)
+		return rec, true, err
+	}
+	rec, err = c.store.Get(ctx, key)
+	return rec, false, err
+}
+
+// settle is settleRecord; fingerprinted says rec's method, URL and body
+// are those Begin fingerprinted, by construction (see checkIntegrity), so
+// the integrity check before sending has nothing to find.
+func (c *Client) settle(ctx context.Context, rec *keystore.Record, fingerprinted bool) (*http.Response, error) {
 	switch rec.State {
 	case Succeeded:
 		return c.localReplay(rec), nil
@@ -159,7 +196,7 @@ func (c *Client) settleRecord(ctx context.Context, rec *keystore.Record) (*http.
 		err := c.expire(ctx, rec, fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention), 0)
 		return c.reconcileOr(ctx, rec, nil, err)
 	}
-	return c.sendPending(ctx, rec)
+	return c.sendPending(ctx, rec, fingerprinted)
 }
 
 // reconcileOr runs the Reconciler, when there is one, on rec, which

@@ -10,6 +10,15 @@ import (
 // longer match the fingerprint it was begun with: a damaged keystore must
 // never send another amount, or to another address. Only what Begin
 // fingerprinted is checked; a checksumming store covers the rest.
+//
+// Do skips the check for one record only: the one Begin built in this
+// process (Intent.begun), when a keystore.Sharer hands back that very
+// pointer. Its bytes are then the bytes fingerprinted, by construction:
+// Begin computed its Fingerprint from its Method, URL and Body (read into
+// a buffer of Begin's own), no one else holds a reference to it (the
+// Intent exposes none of them), the Adopter contract forbids Begin and the
+// store to modify it, Do settles a shallow copy, and any write of the
+// intent replaces the store's entry, so the pointer no longer matches.
 func (c *Client) checkIntegrity(rec *keystore.Record) error {
 	if Fingerprint(rec.Method, rec.URL, rec.Body) == rec.Fingerprint {
 		return nil

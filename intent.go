@@ -85,6 +85,14 @@ type Intent struct {
 	// name, key, fingerprint, state and answer status kept, bodies
 	// dropped); zero for a whole record.
 	Purged time.Time
+
+	// begun is the record Begin built, fingerprinted and handed to the
+	// keystore (keystore.Adopter) when it created the intent; nil
+	// otherwise. Set before the Intent is returned and never changed, so
+	// concurrent Do calls read it without a lock. Do skips the integrity
+	// check for the record the keystore hands back only when it is this
+	// very one (see checkIntegrity).
+	begun *keystore.Record
 }
 
 func intentFromRecord(r *keystore.Record) *Intent {
@@ -217,7 +225,11 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
-	return intentFromRecord(rec), nil
+	in := intentFromRecord(rec)
+	if created && existing == rec {
+		in.begun = rec // built and fingerprinted above, and adopted as it is
+	}
+	return in, nil
 }
 
 // carriesKeyHeader reports whether h holds the dialect's key header under

@@ -22,9 +22,11 @@ import (
 // Client began it, or saw its every attempt answered "not executed", and
 // nothing was sent since: another process may have sent it before a crash
 // that kept it from recording so.
-func (c *Client) sendPending(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
-	if err := c.checkIntegrity(rec); err != nil {
-		return nil, err
+func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, fingerprinted bool) (*http.Response, error) {
+	if !fingerprinted {
+		if err := c.checkIntegrity(rec); err != nil {
+			return nil, err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
 	if err != nil {
@@ -115,11 +117,12 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	// (only read by Do's caller through Intent.refresh), so the store may
 	// keep it as it is; an Accepted one is still changed by polling and
 	// is copied.
-	write := c.update
 	if rec.State != Accepted {
-		write = c.storeSettled
+		err = c.write(ctx, c.storeSettled, rec)
+	} else {
+		err = c.write(ctx, c.update, rec)
 	}
-	if err := c.write(ctx, write, rec); err != nil {
+	if err != nil {
 		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
 	}
 	if c.debugEnabled(ctx) {

@@ -19,9 +19,10 @@ type call struct {
 	// req is the template of every attempt: method, URL, Host, context.
 	// Its Header is the base set of headers (stored + secrets).
 	req *http.Request
-	// ownHeader says req.Header and its values were built for this call
-	// alone: without a request editor the first attempt sends that map
-	// itself instead of a copy (later attempts still copy it).
+	// ownHeader says req, its Header and their values were built for
+	// this call alone: the first attempt is req itself when it carries
+	// the call's context, and without a request editor it sends that
+	// header map itself instead of a copy (later attempts still copy it).
 	ownHeader bool
 	body      []byte
 	// key, when set, is sent as Idempotency-Key on every attempt.
@@ -83,7 +84,10 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 	// policy and go-retryablehttp's client and request.
 	st := &sendState{policy: attemptPolicy{c: c, cl: cl}}
 	p, res := &st.policy, &st.policy.res
-	first := cl.req.WithContext(ctx)
+	first := cl.req
+	if !cl.ownHeader || first.Context() != ctx {
+		first = cl.req.WithContext(ctx) // a caller's template stays as it was
+	}
 	if err := c.prepareAttempt(ctx, first, cl, true); err != nil {
 		res.stop = err
 		return res

@@ -12,8 +12,11 @@ import (
 // the process. It suits tests and programs that need no resume after a
 // restart. Each record is held encoded in one pointer-free byte slice
 // (the collector need not walk it) and decoded on every read, so a caller
-// never shares a map or slice with the store. Adopter saves only the copy
-// Create hands back: a record is encoded on the way in either way.
+// never shares a map or slice with the store. The one exception is a
+// record handed over by AdoptCreate (Adopter): it is kept as it is until
+// its first update replaces it by an encoding, so that a record begun and
+// then settled is encoded once, and GetShared (Sharer) hands it out
+// without a copy. Get and List still return copies of it.
 type Memory struct {
 	mu      sync.RWMutex
 	closed  bool
@@ -25,6 +28,7 @@ var (
 	_ Store       = (*Memory)(nil)
 	_ Adopter     = (*Memory)(nil)
 	_ NonBlocking = (*Memory)(nil)
+	_ Sharer      = (*Memory)(nil)
 )
 
 // WritesNeverBlock reports true: a write only encodes the record and
@@ -55,13 +59,16 @@ func (m *Memory) Create(ctx context.Context, r *Record) (*Record, bool, error) {
 }
 
 // AdoptCreate is Create without the copy handed back: it returns r itself
-// as existing when it creates the record (see Adopter). m keeps its own
-// encoding of r, as Create does.
+// as existing when it creates the record (see Adopter). m keeps r itself,
+// not an encoding, until an update replaces it: the caller never modifies
+// it again, and a record that is settled soon after (Begin, then Do) is
+// encoded once, by that update. Only the records adopted and not updated
+// since are walked by the collector.
 func (m *Memory) AdoptCreate(ctx context.Context, r *Record) (*Record, bool, error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
-	return m.create(r, encodeMemRecord(r))
+	return m.create(r, memEntry{name: r.Name, state: r.State, live: r})
 }
 
 // create stores an encoding of owned unless its name is taken (then it
@@ -107,6 +114,28 @@ func (m *Memory) Get(ctx context.Context, key string) (*Record, error) {
 	}
 	rec, _, err := r.record()
 	return rec, err
+}
+
+// GetShared is Get without the copy of a record kept as AdoptCreate handed
+// it over (see Sharer): that record itself is returned, and the caller must
+// not modify it. Any other record is decoded, as Get does.
+func (m *Memory) GetShared(ctx context.Context, key string) (*Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	e, ok := m.records[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
+	}
+	if e.live != nil {
+		return e.live, nil
+	}
+	return decodeMemRecord(e)
 }
 
 // GetByName returns a copy of the record with this name, or ErrNotFound.
@@ -184,7 +213,7 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Record, error) {
 		if len(f.States) > 0 && !slices.Contains(f.States, e.state) {
 			continue // no decode for a record the filter drops anyway
 		}
-		r, err := decodeMemRecord(e)
+		r, err := e.decode()
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +239,7 @@ func (m *Memory) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error)
 	}
 	now := time.Now()
 	for key, e := range m.records {
-		r, err := decodeMemRecord(e)
+		r, err := e.decode()
 		if err != nil {
 			return res, err
 		}
@@ -245,6 +274,15 @@ func (m *Memory) Close() error {
 // record decodes e for a caller, with the results of a create that found
 // the name taken.
 func (e memEntry) record() (*Record, bool, error) {
-	r, err := decodeMemRecord(e)
+	r, err := e.decode()
 	return r, false, err
+}
+
+// decode returns a copy of the record e holds: of the adopted record
+// itself, or decoded from its encoding.
+func (e memEntry) decode() (*Record, error) {
+	if e.live != nil {
+		return e.live.Clone(), nil
+	}
+	return decodeMemRecord(e)
 }

@@ -20,6 +20,10 @@ type memEntry struct {
 	// locs are the zones of times that are neither UTC nor Local, which
 	// time's binary form keeps only as an offset; nil in the usual case.
 	locs []*time.Location
+	// live, when set, is the record itself as AdoptCreate took it over,
+	// and data is empty: a record created and soon settled is encoded
+	// once, when its update replaces the entry.
+	live *Record
 }
 
 // Bits of a memRecord's flags: nil and empty are kept apart where Clone
