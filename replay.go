@@ -74,7 +74,7 @@ func capture(resp *http.Response) (stored *keystore.Response, truncated bool, er
 		return stored, true, nil
 	}
 	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.Body = newMemoryBody(body)
 	resp.ContentLength = int64(len(body))
 	stored.Body = body
 	return stored, false, nil
@@ -104,6 +104,18 @@ func storableHeader(h http.Header) http.Header {
 	return out
 }
 
+// memoryBody is a response body read into memory: a bytes.Reader that
+// closes, in one allocation instead of io.NopCloser's two.
+type memoryBody struct{ bytes.Reader }
+
+func (*memoryBody) Close() error { return nil }
+
+func newMemoryBody(b []byte) *memoryBody {
+	m := &memoryBody{}
+	m.Reset(b)
+	return m
+}
+
 type readCloser struct {
 	io.Reader
 	io.Closer
@@ -126,7 +138,7 @@ func storedResponse(r *keystore.Response, req *http.Request, local bool) *http.R
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(r.Body)),
+		Body:          newMemoryBody(r.Body),
 		ContentLength: int64(len(r.Body)),
 		Request:       req,
 	}

@@ -37,6 +37,9 @@ func WithSecretQueryParams(names ...string) Option {
 // withoutSecretParams returns target without its secret query parameters,
 // and those parameters (nil when there are none).
 func (c *Client) withoutSecretParams(target string) (string, url.Values) {
+	if !strings.Contains(target, "?") {
+		return target, nil // no query: nothing to parse (a URL's query follows its first '?')
+	}
 	u, err := url.Parse(target)
 	if err != nil || u.RawQuery == "" {
 		return target, nil
