@@ -45,6 +45,9 @@ type committer struct {
 	// only the leader touches them.
 	peakBatch  int
 	lastCommit time.Duration
+	// maxGather caps a gathering leader's wait (gatherMaxWait; tests that
+	// must not depend on the scheduler lengthen it).
+	maxGather time.Duration
 
 	// commits counts transactions committed, for tests and diagnostics.
 	commits atomic.Int64
@@ -78,7 +81,7 @@ var (
 )
 
 func newCommitter(db *bolt.DB, path string) *committer {
-	return &committer{db: db, path: path, turn: make(chan struct{}, 1)}
+	return &committer{db: db, path: path, turn: make(chan struct{}, 1), maxGather: gatherMaxWait}
 }
 
 // submit runs apply in a committed transaction and returns its outcome:
@@ -187,7 +190,7 @@ func (c *committer) gather() bool {
 	grown := make(chan struct{})
 	c.want, c.grown = target, grown
 	c.mu.Unlock()
-	t := time.NewTimer(min(c.lastCommit, gatherMaxWait))
+	t := time.NewTimer(min(c.lastCommit, c.maxGather))
 	filled := true
 	select {
 	case <-grown:

@@ -219,9 +219,9 @@ func TestCommitterGathersTheWritersOfABigBatch(t *testing.T) {
 	c := b.writes
 	ctx := context.Background()
 	release := holdTurn(c)
-	// As after a commit of 8 writes; a long one, so the wait cannot run
-	// out on a slow machine.
-	c.peakBatch, c.lastCommit = 8, time.Minute
+	// As after a commit of 8 writes; a long one, with the cap on the wait
+	// lifted, so the wait cannot run out on a loaded machine.
+	c.peakBatch, c.lastCommit, c.maxGather = 8, time.Minute, time.Minute
 	before := c.commits.Load()
 	var wg sync.WaitGroup
 	create := func(key string) {
@@ -235,9 +235,7 @@ func TestCommitterGathersTheWritersOfABigBatch(t *testing.T) {
 	create("first-1")
 	waitQueued(t, c, 2)
 	release()
-	for !gathering(c) {
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return gathering(c) }, 30*time.Second, time.Millisecond, "the leader gathers")
 	for i := range 4 {
 		create(fmt.Sprint("later-", i))
 	}
