@@ -4,61 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
-	"time"
 )
-
-// memRecord is how MemoryStore holds an idempotency record. Its scope and
-// key are the map keys, its two deadlines share one field, and a completed
-// response is one pointer-free encoded slice: a store that keeps every
-// key for a day holds millions of records, and each pointer and each
-// byte in them is work for every garbage collection. At 112 bytes it is
-// kept inside the map's slots rather than as an object of its own.
-type memRecord struct {
-	fingerprint string
-	token       string // the owner's fencing token while reserved
-	completed   bool
-	createdAt   time.Time
-	// deadline is when the lease ends while reserved, and when the
-	// retention ends once completed.
-	deadline time.Time
-	response []byte // encodeResponse of the stored answer, once completed
-}
-
-// memRecordOverhead is what a record costs beyond its strings and
-// response, for the store's byte bound: the memRecord in its map slot, the
-// map's control bytes and spare slots, and string headers, rounded up.
-const memRecordOverhead = 192
-
-// memRecordSize is the memory r, the record of (scope, key), is counted
-// as taking. The scope is counted with every record although records of
-// one scope share it: the bound errs on the safe side.
-func memRecordSize(scope Scope, key string, r memRecord) int64 {
-	return int64(memRecordOverhead + len(key) + len(scope.Principal) + len(scope.Method) + len(scope.Route) +
-		len(r.fingerprint) + len(r.token) + len(r.response))
-}
-
-// record returns the public form of r, with memory of its own: callers
-// never share the store's.
-func (r memRecord) record(scope Scope, key string) *Record {
-	rec := &Record{
-		Scope:       scope,
-		Key:         key,
-		Fingerprint: r.fingerprint,
-		State:       StateReserved,
-		Token:       r.token,
-		CreatedAt:   r.createdAt,
-	}
-	if !r.completed {
-		rec.LeaseExpires = r.deadline
-		return rec
-	}
-	rec.State = StateCompleted
-	rec.ExpiresAt = r.deadline
-	if resp, err := decodeResponse(r.response); err == nil {
-		rec.Response = &resp
-	}
-	return rec
-}
 
 // Flags of an encoded response: nil and empty are kept apart, so a
 // replay gives back exactly what was stored.
@@ -80,6 +26,11 @@ func encodeResponse(r Response) []byte {
 			size += stringLen(v)
 		}
 	}
+	return appendResponse(make([]byte, 0, size), r)
+}
+
+// appendResponse appends the encoding of r (see encodeResponse) to b.
+func appendResponse(b []byte, r Response) []byte {
 	var flags byte
 	if r.Header == nil {
 		flags |= responseHeaderNil
@@ -87,7 +38,6 @@ func encodeResponse(r Response) []byte {
 	if r.Body == nil {
 		flags |= responseBodyNil
 	}
-	b := make([]byte, 0, size)
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Status))
 	b = appendString(b, r.ResourceID)

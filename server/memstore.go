@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -37,7 +35,8 @@ const memShardCount = 256
 // a key the store holds is answered as ever, full or not.
 type MemoryStore struct {
 	now        func() time.Time
-	grace      time.Duration // how long a reservation outlives its lease
+	loc        *time.Location // the clock's: records hold unix times, handed out in it
+	grace      time.Duration  // how long a reservation outlives its lease
 	maxRecords int64
 	maxBytes   int64
 	seed       maphash.Seed
@@ -50,28 +49,8 @@ type MemoryStore struct {
 	sweepHook   func(part int) // tests: called by Sweep holding a part's lock
 
 	shards [memShardCount]memShard
-}
 
-// memShard is one independently locked part of a MemoryStore.
-type memShard struct {
-	mu      sync.Mutex
-	closed  bool
-	records map[Scope]map[string]memRecord // scope → key → record
-	// nextDue, when dueKnown, is no later than the earliest time a record
-	// of the part becomes due: a full store refusing new keys skips the
-	// scan for due records until then, so a flood of refused requests
-	// costs no scans.
-	nextDue  time.Time
-	dueKnown bool
-	_        [64]byte // keeps neighbouring locks off one cache line
-}
-
-// noteDue lowers sh's nextDue to due. Callers hold sh's lock and call it
-// for every record they write.
-func (sh *memShard) noteDue(due time.Time) {
-	if sh.dueKnown && due.Before(sh.nextDue) {
-		sh.nextDue = due
-	}
+	hashHook func(Scope, string) uint64 // tests: replaces memHash, to force collisions
 }
 
 // ErrStoreFull means the store holds as many records or bytes as it may,
@@ -149,6 +128,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	}
 	s := &MemoryStore{
 		now:         cfg.now,
+		loc:         cfg.now().Location(),
 		grace:       cfg.grace,
 		maxRecords:  cfg.maxRecords,
 		maxBytes:    cfg.maxBytes,
@@ -156,15 +136,26 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		sweepWanted: make(chan struct{}, 1),
 	}
 	for i := range s.shards {
-		s.shards[i].records = make(map[Scope]map[string]memRecord)
+		s.shards[i].index = make(map[uint64]uint32)
 	}
 	return s
 }
 
 var _ Store = (*MemoryStore)(nil)
 
-// shardOf returns the part holding (scope, key).
-func (s *MemoryStore) shardOf(scope Scope, key string) *memShard {
+// shardOf returns the part holding (scope, key) and the hash it is
+// indexed by there.
+func (s *MemoryStore) shardOf(scope Scope, key string) (*memShard, uint64) {
+	h := s.memHash(scope, key)
+	return &s.shards[h%memShardCount], h
+}
+
+// memHash is the 64-bit seeded hash of (scope, key) that picks its part
+// and indexes it there.
+func (s *MemoryStore) memHash(scope Scope, key string) uint64 {
+	if s.hashHook != nil {
+		return s.hashHook(scope, key)
+	}
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(key)
@@ -174,7 +165,7 @@ func (s *MemoryStore) shardOf(scope Scope, key string) *memShard {
 	h.WriteString(scope.Method)
 	h.WriteByte(0)
 	h.WriteString(scope.Route)
-	return &s.shards[h.Sum64()%memShardCount]
+	return h.Sum64()
 }
 
 // lock takes sh's mutex unless ctx is done or the store is closed; on nil
@@ -202,48 +193,53 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	if lease <= 0 {
 		return nil, nil, fmt.Errorf("server: lease must be positive, got %v", lease)
 	}
-	sh := s.shardOf(scope, key)
+	if len(key) > maxMemField || len(fingerprint) > maxMemField || len(scope.Principal) > maxMemField ||
+		len(scope.Method) > maxMemField || len(scope.Route) > maxMemField {
+		return nil, nil, errors.New("server: key, fingerprint or scope too long for the memory store")
+	}
+	sh, h := s.shardOf(scope, key)
 	if err := sh.lock(ctx); err != nil {
 		return nil, nil, err
 	}
 	defer sh.mu.Unlock()
 
 	now := s.now()
-	existing, found := sh.records[scope][key]
-	if found && !reservable(existing, fingerprint, now) {
-		return nil, existing.record(scope, key), nil
+	nowNs := unixNano(now)
+	i := sh.find(h, scope, key)
+	if i >= 0 && !s.reservable(sh, &sh.slots[i], fingerprint, nowNs) {
+		return nil, sh.record(&sh.slots[i], scope, key, s.loc), nil
 	}
-	token := newFencingToken()
-	rec := memRecord{
-		fingerprint: fingerprint,
-		token:       token,
-		createdAt:   now,
-		deadline:    now.Add(lease),
-	}
-	size := memRecordSize(scope, key, rec)
-	if found {
-		s.bytes.Add(size - memRecordSize(scope, key, existing))
-	} else if err := s.admit(sh, size, now); err != nil {
+	size := memRecordSize(scope, key, fingerprint, true, 0)
+	if i >= 0 {
+		sl := &sh.slots[i]
+		s.bytes.Add(size - sl.size())
+		if string(sh.fingerprint(sl)) != fingerprint {
+			sh.writeIdentity(sl, scope, key, fingerprint)
+		}
+		sh.dropResponse(sl)
+		sh.compact()
+	} else if err := s.admit(sh, size, nowNs); err != nil {
 		return nil, nil, err
+	} else {
+		i = sh.insert(h, scope, key, fingerprint)
 	}
-	byKey := sh.records[scope]
-	if byKey == nil {
-		byKey = make(map[string]memRecord)
-		sh.records[scope] = byKey
-	}
-	byKey[key] = rec
-	sh.noteDue(s.dueAt(rec))
-	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+	sl := &sh.slots[i]
+	sl.completed = false
+	newFencingToken(&sl.token)
+	sl.createdAt = nowNs
+	sl.deadline = addNanos(nowNs, lease)
+	sh.noteDue(s.dueAt(sl))
+	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: sl.tokenText()}, nil, nil
 }
 
 // admit counts a new record of size bytes in, or returns ErrStoreFull
 // when there is no room for it even after sh's due records are reclaimed.
 // Callers hold sh's lock.
-func (s *MemoryStore) admit(sh *memShard, size int64, now time.Time) error {
+func (s *MemoryStore) admit(sh *memShard, size int64, now int64) error {
 	if s.take(size) {
 		return nil
 	}
-	if (!sh.dueKnown || !now.Before(sh.nextDue)) && s.reclaim(sh, now, -1) > 0 && s.take(size) {
+	if (!sh.dueKnown || now >= sh.nextDue) && s.reclaim(sh, now, -1) > 0 && s.take(size) {
 		return nil
 	}
 	select { // ask the sweeper to reclaim the other parts now
@@ -271,14 +267,14 @@ func (s *MemoryStore) take(size int64) bool {
 // room: RunSweeper then sweeps at once instead of at its next interval.
 func (s *MemoryStore) SweepWanted() <-chan struct{} { return s.sweepWanted }
 
-// reservable reports whether a new request may take over rec at now: a
+// reservable reports whether a new request may take over sl at now: a
 // completed record past its retention, or a reservation past its lease
 // when the payload is the same.
-func reservable(rec memRecord, fingerprint string, now time.Time) bool {
-	if rec.completed {
-		return !now.Before(rec.deadline)
+func (s *MemoryStore) reservable(sh *memShard, sl *memSlot, fingerprint string, now int64) bool {
+	if sl.completed {
+		return now >= sl.deadline
 	}
-	return !now.Before(rec.deadline) && rec.fingerprint == fingerprint
+	return now >= sl.deadline && string(sh.fingerprint(sl)) == fingerprint
 }
 
 // Complete implements Store.
@@ -288,16 +284,17 @@ func (s *MemoryStore) Complete(ctx context.Context, c Completion) error {
 
 // Release implements Store.
 func (s *MemoryStore) Release(ctx context.Context, r Reservation) error {
-	sh := s.shardOf(r.Scope, r.Key)
+	sh, h := s.shardOf(r.Scope, r.Key)
 	if err := sh.lock(ctx); err != nil {
 		return err
 	}
 	defer sh.mu.Unlock()
-	rec, err := owned(sh, r)
+	i, err := owned(sh, h, r)
 	if err != nil {
 		return err
 	}
-	s.delete(sh, r.Scope, r.Key, rec)
+	s.delete(sh, i)
+	sh.compact()
 	return nil
 }
 
@@ -320,7 +317,7 @@ func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 		if s.sweepHook != nil {
 			s.sweepHook(part)
 		}
-		deleted += s.reclaim(sh, s.now(), limit-deleted)
+		deleted += s.reclaim(sh, unixNano(s.now()), limit-deleted)
 		sh.mu.Unlock()
 		if deleted == limit {
 			s.sweepCursor.Store(uint32(part)) // it may hold more
@@ -335,72 +332,71 @@ func (s *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 // are due at now and returns how many it deleted. A scan that sees the
 // whole part learns when its next record becomes due. Callers hold sh's
 // lock.
-func (s *MemoryStore) reclaim(sh *memShard, now time.Time, limit int) int {
+func (s *MemoryStore) reclaim(sh *memShard, now int64, limit int) int {
 	deleted := 0
-	var next time.Time
-	for scope, byKey := range sh.records {
-		for key, rec := range byKey {
-			if deleted == limit {
-				return deleted
-			}
-			due := s.dueAt(rec)
-			if !now.Before(due) {
-				s.delete(sh, scope, key, rec)
-				deleted++
-			} else if next.IsZero() || due.Before(next) {
-				next = due
-			}
+	defer sh.compact()
+	var next int64
+	known := false
+	for i := range sh.slots {
+		sl := &sh.slots[i]
+		if !sl.used {
+			continue
+		}
+		if deleted == limit {
+			return deleted
+		}
+		due := s.dueAt(sl)
+		if now >= due {
+			s.delete(sh, i)
+			deleted++
+		} else if !known || due < next {
+			next, known = due, true
 		}
 	}
-	sh.nextDue, sh.dueKnown = next, !next.IsZero()
+	sh.nextDue, sh.dueKnown = next, known
 	return deleted
 }
 
-// delete removes rec, the record of (scope, key), and its scope's map
-// once empty. Callers hold sh's lock.
-func (s *MemoryStore) delete(sh *memShard, scope Scope, key string, rec memRecord) {
-	byKey := sh.records[scope]
-	delete(byKey, key)
-	if len(byKey) == 0 {
-		delete(sh.records, scope)
-	}
+// delete removes the record in slot i. Callers hold sh's lock.
+func (s *MemoryStore) delete(sh *memShard, i int) {
 	s.count.Add(-1)
-	s.bytes.Add(-memRecordSize(scope, key, rec))
+	s.bytes.Add(-sh.slots[i].size())
+	sh.remove(i)
 }
 
-// dueAt is when Sweep may delete rec: the end of a completed record's
+// dueAt is when Sweep may delete sl: the end of a completed record's
 // retention, or of a reservation's lease plus the grace.
-func (s *MemoryStore) dueAt(rec memRecord) time.Time {
-	if rec.completed {
-		return rec.deadline
+func (s *MemoryStore) dueAt(sl *memSlot) int64 {
+	if sl.completed {
+		return sl.deadline
 	}
-	return rec.deadline.Add(s.grace)
+	return addNanos(sl.deadline, s.grace)
 }
 
-// owned returns the record r's token owns, or ErrFenced. Callers hold the
-// lock of sh, r's part.
-func owned(sh *memShard, r Reservation) (memRecord, error) {
-	rec, ok := sh.records[r.Scope][r.Key]
-	if !ok || rec.completed || r.Token == "" || rec.token != r.Token {
-		return memRecord{}, ErrFenced
+// owned returns the slot of the record r's token owns, or ErrFenced.
+// Callers hold the lock of sh, r's part, and h is the hash of r's key.
+func owned(sh *memShard, h uint64, r Reservation) (int, error) {
+	i := sh.find(h, r.Scope, r.Key)
+	if i < 0 || sh.slots[i].completed || !sh.slots[i].ownedBy(r.Token) {
+		return -1, ErrFenced
 	}
-	return rec, nil
+	return i, nil
 }
 
-// complete stores rec, the record c's reservation owns, as the completed
-// record of c. Callers hold the lock of sh, its part, and have checked the
-// token with owned. The byte bound is not checked: a completion is never
+// complete stores c's response in slot i, the record c's reservation
+// owns. Callers hold the lock of sh, its part, and have checked the token
+// with owned. The byte bound is not checked: a completion is never
 // refused for room.
-func (s *MemoryStore) complete(sh *memShard, rec memRecord, c Completion) {
-	scope, key := c.Reservation.Scope, c.Reservation.Key
-	before := memRecordSize(scope, key, rec)
-	rec.completed = true
-	rec.token = ""
-	rec.deadline = s.now().Add(c.Retention)
-	rec.response = encodeResponse(c.Response)
-	sh.records[scope][key] = rec
-	sh.noteDue(rec.deadline)
-	s.bytes.Add(memRecordSize(scope, key, rec) - before)
+func (s *MemoryStore) complete(sh *memShard, i int, c Completion) {
+	sl := &sh.slots[i]
+	before := sl.size()
+	sl.completed = true
+	sl.token = [16]byte{}
+	sl.deadline = addNanos(unixNano(s.now()), c.Retention)
+	sh.setResponse(sl, c.Response)
+	sh.noteDue(sl.deadline)
+	s.bytes.Add(sl.size() - before)
+	sh.compact()
 }
 
 // validateCompletion rejects a completion the memory store cannot hold.
@@ -424,12 +420,12 @@ func (s *MemoryStore) CompleteFunc(ctx context.Context, c Completion, effect fun
 	if err := validateCompletion(c); err != nil {
 		return err
 	}
-	sh := s.shardOf(c.Reservation.Scope, c.Reservation.Key)
+	sh, h := s.shardOf(c.Reservation.Scope, c.Reservation.Key)
 	if err := sh.lock(ctx); err != nil {
 		return err
 	}
 	defer sh.mu.Unlock()
-	rec, err := owned(sh, c.Reservation)
+	i, err := owned(sh, h, c.Reservation)
 	if err != nil {
 		return err
 	}
@@ -438,7 +434,7 @@ func (s *MemoryStore) CompleteFunc(ctx context.Context, c Completion, effect fun
 			return err
 		}
 	}
-	s.complete(sh, rec, c)
+	s.complete(sh, i, c)
 	return nil
 }
 
@@ -448,36 +444,33 @@ func (s *MemoryStore) Close() error {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.closed = true
-		sh.records = nil
+		sh.reset()
 		sh.mu.Unlock()
 	}
 	return nil
 }
 
-// newFencingToken returns 128 random bits in hex. crypto/rand never fails
-// on supported platforms (it aborts the program rather than return weak
-// bytes), so there is no error to handle.
-func newFencingToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	var text [2 * len(b)]byte
-	hex.Encode(text[:], b[:])
-	return string(text[:])
+// newFencingToken fills token with 128 random bits; the store hands it
+// out in hex. crypto/rand never fails on supported platforms (it aborts
+// the program rather than return weak bytes), so there is no error to
+// handle.
+func newFencingToken(token *[16]byte) {
+	_, _ = rand.Read(token[:])
 }
 
 // Lookup returns the record of (scope, key), or nil when there is none:
 // what a retry would find, for tests and diagnostics.
 func (s *MemoryStore) Lookup(ctx context.Context, scope Scope, key string) (*Record, error) {
-	sh := s.shardOf(scope, key)
+	sh, h := s.shardOf(scope, key)
 	if err := sh.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer sh.mu.Unlock()
-	rec, ok := sh.records[scope][key]
-	if !ok {
+	i := sh.find(h, scope, key)
+	if i < 0 {
 		return nil, nil
 	}
-	return rec.record(scope, key), nil
+	return sh.record(&sh.slots[i], scope, key, s.loc), nil
 }
 
 // Capacity returns the store's bounds, as WithCapacity set them.

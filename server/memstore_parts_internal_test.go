@@ -39,7 +39,7 @@ func TestSweepHoldsOnePartAtATime(t *testing.T) {
 	passed := 0
 	for i := 0; passed < 100; i++ {
 		key := fmt.Sprintf("new-%d", i)
-		if s.shardOf(partsScope, key) == &s.shards[part] {
+		if s.partOf(partsScope, key) == &s.shards[part] {
 			continue
 		}
 		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -61,7 +61,7 @@ func TestSweepHoldsOnePartAtATime(t *testing.T) {
 // partIndex is the number of key's part in partsScope.
 func (s *MemoryStore) partIndex(key string) int {
 	for i := range s.shards {
-		if s.shardOf(partsScope, key) == &s.shards[i] {
+		if s.partOf(partsScope, key) == &s.shards[i] {
 			return i
 		}
 	}
@@ -119,7 +119,7 @@ func TestFullStoreReclaimsDueRecordsOfTheKeysPart(t *testing.T) {
 	require.NoError(t, s.Complete(ctx, Completion{Reservation: *res, Response: Response{Status: 201}, Retention: time.Minute}))
 	key := ""
 	for i := 0; key == ""; i++ {
-		if k := fmt.Sprintf("new-%d", i); s.shardOf(partsScope, k) == s.shardOf(partsScope, "old") {
+		if k := fmt.Sprintf("new-%d", i); s.partOf(partsScope, k) == s.partOf(partsScope, "old") {
 			key = k
 		}
 	}
@@ -190,7 +190,7 @@ func TestFullStoreScansAPartOnlyWhenARecordIsDue(t *testing.T) {
 	sameShard := func(of string, n int) []string {
 		var keys []string
 		for i := 0; len(keys) < n; i++ {
-			if k := fmt.Sprintf("%s-%d", of, i); s.shardOf(partsScope, k) == s.shardOf(partsScope, of) {
+			if k := fmt.Sprintf("%s-%d", of, i); s.partOf(partsScope, k) == s.partOf(partsScope, of) {
 				keys = append(keys, k)
 			}
 		}
@@ -205,12 +205,12 @@ func TestFullStoreScansAPartOnlyWhenARecordIsDue(t *testing.T) {
 
 	_, _, err = s.Reserve(ctx, partsScope, keys[1], "fp", time.Minute)
 	require.ErrorIs(t, err, ErrStoreFull)
-	sh := s.shardOf(partsScope, "held")
+	sh := s.partOf(partsScope, "held")
 	sh.mu.Lock()
 	known, next := sh.dueKnown, sh.nextDue
 	sh.mu.Unlock()
 	require.True(t, known, "the refusal's scan learned when the part is next due")
-	assert.Equal(t, time.Unix(0, now.Load()).Add(time.Minute+time.Hour), next, "the reservation: lease plus grace")
+	assert.Equal(t, now.Load()+int64(time.Minute+time.Hour), next, "the reservation: lease plus grace")
 
 	// Completing with a short retention brings the part's next due time
 	// forward; once it passes, the record is reclaimed for a new key.
@@ -218,11 +218,17 @@ func TestFullStoreScansAPartOnlyWhenARecordIsDue(t *testing.T) {
 	sh.mu.Lock()
 	next = sh.nextDue
 	sh.mu.Unlock()
-	assert.Equal(t, time.Unix(0, now.Load()).Add(time.Second), next)
+	assert.Equal(t, now.Load()+int64(time.Second), next)
 	_, _, err = s.Reserve(ctx, partsScope, keys[1], "fp", time.Minute)
 	require.ErrorIs(t, err, ErrStoreFull, "nothing is due yet")
 	now.Add(int64(2 * time.Second))
 	res, _, err := s.Reserve(ctx, partsScope, keys[1], "fp", time.Minute)
 	require.NoError(t, err)
 	require.NotNil(t, res)
+}
+
+// partOf returns the part holding (scope, key).
+func (s *MemoryStore) partOf(scope Scope, key string) *memShard {
+	sh, _ := s.shardOf(scope, key)
+	return sh
 }

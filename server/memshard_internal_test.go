@@ -1,0 +1,156 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Keys whose hashes collide are told apart by their full scope and key:
+// with every hash equal, each key keeps its own record, its own token and
+// its own answer through reserve, complete, release and sweep.
+func TestMemoryStoreCollidingHashesStayApart(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	s := NewMemoryStore(WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	t.Cleanup(func() { _ = s.Close() })
+	s.hashHook = func(Scope, string) uint64 { return 42 }
+	ctx := t.Context()
+
+	// Scopes and keys that differ only in where one string ends and the
+	// next begins, or in one byte.
+	scopes := []Scope{
+		{Principal: "ab", Method: http.MethodPost, Route: "/r"},
+		{Principal: "a", Method: http.MethodPost, Route: "/r"},
+		{Principal: "ab", Method: http.MethodPut, Route: "/r"},
+		{Principal: "ab", Method: http.MethodPost, Route: "/s"},
+	}
+	keys := []string{"k", "kb", "k1", "k2"}
+	type held struct {
+		scope Scope
+		key   string
+		res   *Reservation
+	}
+	var all []held
+	for _, sc := range scopes {
+		for _, k := range keys {
+			res, rec, err := s.Reserve(ctx, sc, k, "fp-"+k, time.Minute)
+			require.NoError(t, err)
+			require.Nil(t, rec, "%v %q is a new key", sc, k)
+			all = append(all, held{sc, k, res})
+		}
+	}
+	n, _ := s.Usage()
+	require.Equal(t, len(all), n)
+
+	for i, h := range all {
+		switch i % 3 {
+		case 0: // completed with its own answer
+			require.NoError(t, s.Complete(ctx, Completion{Reservation: *h.res, Response: Response{Status: 200 + i, Body: []byte(h.key)}, Retention: time.Hour}))
+		case 1: // released
+			require.NoError(t, s.Release(ctx, *h.res))
+		}
+	}
+	// Another key's token never owns a record.
+	other := *all[2].res
+	other.Key = all[5].key
+	other.Scope = all[5].scope
+	require.ErrorIs(t, s.Release(ctx, other), ErrFenced)
+
+	for i, h := range all {
+		rec, err := s.Lookup(ctx, h.scope, h.key)
+		require.NoError(t, err)
+		switch i % 3 {
+		case 0:
+			require.NotNil(t, rec)
+			assert.Equal(t, StateCompleted, rec.State)
+			assert.Equal(t, 200+i, rec.Response.Status)
+			assert.Equal(t, h.key, string(rec.Response.Body))
+			assert.Equal(t, "fp-"+h.key, rec.Fingerprint)
+		case 1:
+			assert.Nil(t, rec, "released %v %q", h.scope, h.key)
+		case 2:
+			require.NotNil(t, rec)
+			assert.Equal(t, StateReserved, rec.State)
+			assert.Equal(t, h.res.Token, rec.Token)
+		}
+	}
+
+	// A released key is new again; the others answer as they were.
+	res, rec, err := s.Reserve(ctx, all[1].scope, all[1].key, "fp", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, rec)
+	require.NoError(t, s.Release(ctx, *res))
+	_, rec, err = s.Reserve(ctx, all[0].scope, all[0].key, "fp-"+all[0].key, time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.Equal(t, StateCompleted, rec.State)
+
+	// Once everything is due, a sweep deletes every colliding record.
+	now.Add(int64(48 * time.Hour))
+	_, err = s.Sweep(ctx, 1000)
+	require.NoError(t, err)
+	n, bytes := s.Usage()
+	assert.Zero(t, n)
+	assert.Zero(t, bytes)
+	for _, h := range all {
+		rec, err := s.Lookup(ctx, h.scope, h.key)
+		require.NoError(t, err)
+		assert.Nil(t, rec)
+	}
+}
+
+// The arena a part keeps its bytes in is rewritten once most of it is
+// dead, and every record survives the rewrite unchanged.
+func TestMemoryStoreArenaCompaction(t *testing.T) {
+	t.Parallel()
+	s := NewMemoryStore()
+	t.Cleanup(func() { _ = s.Close() })
+	s.hashHook = func(_ Scope, key string) uint64 { // every key in part 0
+		n, _ := strconv.ParseUint(key[1:], 10, 64)
+		return n * memShardCount
+	}
+	ctx := t.Context()
+	body := make([]byte, 1000)
+	const total = 400
+	for i := range total {
+		res, _, err := s.Reserve(ctx, partsScope, fmt.Sprintf("k%d", i), "fp", time.Hour)
+		require.NoError(t, err)
+		require.NoError(t, s.Complete(ctx, Completion{Reservation: *res, Response: Response{Status: 201, Header: http.Header{"N": {strconv.Itoa(i)}}, Body: body}, Retention: time.Hour}))
+	}
+	sh := &s.shards[0]
+	grown := len(sh.arena)
+	// Delete nine records in ten, as a sweep would.
+	for i := range total {
+		if i%10 == 0 {
+			continue
+		}
+		sh.mu.Lock()
+		j := sh.find(uint64(i)*memShardCount, partsScope, fmt.Sprintf("k%d", i))
+		s.delete(sh, j)
+		sh.compact()
+		sh.mu.Unlock()
+	}
+	sh.mu.Lock()
+	after, dead := len(sh.arena), sh.dead
+	sh.mu.Unlock()
+	assert.Less(t, after, grown/4, "the arena was rewritten without its dead bytes")
+	assert.LessOrEqual(t, dead, max(memArenaSlack, after/2))
+	for i := 0; i < total; i += 10 {
+		rec, err := s.Lookup(ctx, partsScope, fmt.Sprintf("k%d", i))
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		assert.Equal(t, []string{strconv.Itoa(i)}, rec.Response.Header["N"])
+		assert.Equal(t, body, rec.Response.Body)
+		assert.Equal(t, "fp", rec.Fingerprint)
+	}
+	n, _ := s.Usage()
+	assert.Equal(t, total/10, n)
+}
