@@ -18,15 +18,24 @@ const (
 // with a nil value list apart from an empty one) and the body, every
 // string and the body prefixed by its length as a uvarint.
 func encodeResponse(r Response) []byte {
-	// The exact size: the slice is kept as long as the record.
+	return appendResponse(make([]byte, 0, encodedResponseLen(r)), r)
+}
+
+// encodedResponseLen is the length of encodeResponse(r).
+func encodedResponseLen(r Response) int {
 	size := 1 + uvarintLen(uint64(r.Status)) + stringLen(r.ResourceID) + uvarintLen(uint64(len(r.Header))) + uvarintLen(uint64(len(r.Body))) + len(r.Body)
 	for name, values := range r.Header {
-		size += stringLen(name) + uvarintLen(uint64(len(values))+1)
+		size += stringLen(name)
+		if values == nil {
+			size++
+			continue
+		}
+		size += uvarintLen(uint64(len(values)) + 1)
 		for _, v := range values {
 			size += stringLen(v)
 		}
 	}
-	return appendResponse(make([]byte, 0, size), r)
+	return size
 }
 
 // appendResponse appends the encoding of r (see encodeResponse) to b.

@@ -76,7 +76,9 @@ func FuzzResponseDecoding(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := decodeResponse(encodeResponse(resp))
+		encoded := encodeResponse(resp)
+		require.Len(t, encoded, encodedResponseLen(resp))
+		again, err := decodeResponse(encoded)
 		require.NoError(t, err)
 		assert.Equal(t, resp, again)
 	})

@@ -7,18 +7,22 @@ import (
 
 // memShard is one independently locked part of a MemoryStore. Nothing it
 // holds per record is a pointer (see memSlot): the garbage collector
-// marks a part's four objects, not its records.
+// marks a part's few objects, not its records.
 type memShard struct {
 	mu     sync.Mutex
 	closed bool
 	index  map[uint64]uint32 // memHash of (scope, key) → 1 + the first slot with it
 	slots  []memSlot
 	free   []uint32 // slots of deleted records, reused first
-	// arena holds the records' identity and response regions, appended;
-	// dead counts the bytes of it no record uses any more, and compact
-	// rewrites it when they are more than half of it.
-	arena []byte
-	dead  int
+	// chunks hold the records' identity and response regions, appended
+	// to the last chunk; a region larger than memChunkSize/4 has a chunk
+	// of its own. Full chunks are never copied to grow: a record's bytes
+	// are copied when written and when compact rewrites the chunks, once
+	// the dead bytes (of records deleted or rewritten) are more than half
+	// of the total.
+	chunks [][]byte
+	total  int // bytes in chunks, dead or alive
+	dead   int
 	// nextDue (unix nanoseconds), when dueKnown, is no later than the
 	// earliest time a record of the part becomes due: a full store
 	// refusing new keys skips the scan for due records until then, so a
@@ -27,6 +31,9 @@ type memShard struct {
 	dueKnown bool
 	_        [64]byte // keeps neighbouring locks off one cache line
 }
+
+// memChunkSize is the size of a part's arena chunks.
+const memChunkSize = 64 << 10
 
 // noteDue lowers sh's nextDue to due. Callers hold sh's lock and call it
 // for every record they write.
@@ -53,7 +60,7 @@ func (sh *memShard) matches(sl *memSlot, scope Scope, key string) bool {
 		int(sl.methodLen) != len(scope.Method) || int(sl.routeLen) != len(scope.Route) {
 		return false
 	}
-	b := sh.arena[sl.idOff:]
+	b := sh.bytes(sl.id)
 	for _, s := range [...]string{key, scope.Principal, scope.Method, scope.Route} {
 		if string(b[:len(s)]) != s {
 			return false
@@ -63,16 +70,37 @@ func (sh *memShard) matches(sl *memSlot, scope Scope, key string) bool {
 	return true
 }
 
-// fingerprint returns the fingerprint sl holds, as a view of the arena
-// valid until the part's next write.
-func (sh *memShard) fingerprint(sl *memSlot) []byte {
-	end := sl.idOff + sl.idLen()
-	return sh.arena[end-int(sl.fp) : end]
+// bytes returns the bytes of r, a view of the arena.
+func (sh *memShard) bytes(r memRegion) []byte {
+	return sh.chunks[r.chunk][r.off : r.off+r.n]
 }
 
-// response returns the encoded response sl holds, as a view of the arena.
-func (sh *memShard) response(sl *memSlot) []byte {
-	return sh.arena[sl.respOff : sl.respOff+int(sl.respLen)]
+// fingerprint returns the fingerprint sl holds, as a view of the arena.
+func (sh *memShard) fingerprint(sl *memSlot) []byte {
+	id := sh.bytes(sl.id)
+	return id[len(id)-int(sl.fp):]
+}
+
+// alloc returns a new region of n bytes and its memory, uninitialised
+// unless the chunk is new.
+func (sh *memShard) alloc(n int) (memRegion, []byte) {
+	sh.total += n
+	if n > memChunkSize/4 {
+		sh.chunks = append(sh.chunks, make([]byte, n))
+		c := len(sh.chunks) - 1
+		// Later small regions go to a new chunk: the chunk before this
+		// one may be full, and this one is.
+		return memRegion{chunk: uint32(c), n: uint32(n)}, sh.chunks[c]
+	}
+	c := len(sh.chunks) - 1
+	if c < 0 || cap(sh.chunks[c])-len(sh.chunks[c]) < n {
+		sh.chunks = append(sh.chunks, make([]byte, 0, memChunkSize))
+		c++
+	}
+	chunk := sh.chunks[c]
+	off := len(chunk)
+	sh.chunks[c] = chunk[:off+n]
+	return memRegion{chunk: uint32(c), off: uint32(off), n: uint32(n)}, chunk[off : off+n]
 }
 
 // insert takes a slot for a new record of (scope, key) with hash h and
@@ -93,31 +121,33 @@ func (sh *memShard) insert(h uint64, scope Scope, key, fingerprint string) int {
 	return i
 }
 
-// writeIdentity writes sl's identity region anew at the arena's end.
+// writeIdentity writes sl's identity region anew.
 func (sh *memShard) writeIdentity(sl *memSlot, scope Scope, key, fingerprint string) {
-	sh.dead += sl.idLen()
-	sl.idOff = len(sh.arena)
+	sh.dead += int(sl.id.n)
 	sl.keyLen, sl.principalLen, sl.methodLen, sl.routeLen, sl.fp = uint32(len(key)),
 		uint32(len(scope.Principal)), uint32(len(scope.Method)), uint32(len(scope.Route)), uint32(len(fingerprint))
-	sh.arena = append(sh.arena, key...)
-	sh.arena = append(sh.arena, scope.Principal...)
-	sh.arena = append(sh.arena, scope.Method...)
-	sh.arena = append(sh.arena, scope.Route...)
-	sh.arena = append(sh.arena, fingerprint...)
+	var b []byte
+	sl.id, b = sh.alloc(len(key) + len(scope.Principal) + len(scope.Method) + len(scope.Route) + len(fingerprint))
+	n := copy(b, key)
+	n += copy(b[n:], scope.Principal)
+	n += copy(b[n:], scope.Method)
+	n += copy(b[n:], scope.Route)
+	copy(b[n:], fingerprint)
 }
 
-// setResponse stores r, encoded, as sl's response.
-func (sh *memShard) setResponse(sl *memSlot, r Response) {
+// setResponse stores r, whose encoding takes size bytes
+// (encodedResponseLen), as sl's response.
+func (sh *memShard) setResponse(sl *memSlot, r Response, size int) {
 	sh.dropResponse(sl)
-	sl.respOff = len(sh.arena)
-	sh.arena = appendResponse(sh.arena, r)
-	sl.respLen = uint32(len(sh.arena) - sl.respOff)
+	var b []byte
+	sl.resp, b = sh.alloc(size)
+	appendResponse(b[:0], r)
 }
 
 // dropResponse forgets sl's response.
 func (sh *memShard) dropResponse(sl *memSlot) {
-	sh.dead += int(sl.respLen)
-	sl.respOff, sl.respLen = 0, 0
+	sh.dead += int(sl.resp.n)
+	sl.resp = memRegion{}
 }
 
 // remove deletes the record in slot i.
@@ -137,41 +167,38 @@ func (sh *memShard) remove(i int) {
 			}
 		}
 	}
-	sh.dead += sl.idLen() + int(sl.respLen)
+	sh.dead += int(sl.id.n) + int(sl.resp.n)
 	*sl = memSlot{}
 	sh.free = append(sh.free, uint32(i))
 }
 
 // memArenaSlack is how many dead bytes a part keeps before compact
 // rewrites its arena: small parts are not rewritten for every delete.
-const memArenaSlack = 64 << 10
+const memArenaSlack = 2 * memChunkSize
 
 // compact rewrites the arena without its dead bytes once they are more
-// than half of it, so the arena stays within twice what its records use
-// and each live byte is copied a bounded number of times per byte
-// written. Callers hold sh's lock.
+// than half of it, so the arena stays within about twice what its
+// records use and each live byte is copied a bounded number of times per
+// byte written. Callers hold sh's lock.
 func (sh *memShard) compact() {
-	if sh.dead <= memArenaSlack || 2*sh.dead <= len(sh.arena) {
+	if sh.dead <= memArenaSlack || 2*sh.dead <= sh.total {
 		return
 	}
-	live := len(sh.arena) - sh.dead
-	arena := make([]byte, 0, live+live/4)
-	for i := range sh.slots {
-		sl := &sh.slots[i]
-		if !sl.used {
-			continue
+	old := sh.chunks
+	sh.chunks, sh.total, sh.dead = nil, 0, 0
+	move := func(r memRegion) memRegion {
+		if r.n == 0 {
+			return memRegion{}
 		}
-		n := sl.idLen()
-		off := len(arena)
-		arena = append(arena, sh.arena[sl.idOff:sl.idOff+n]...)
-		sl.idOff = off
-		if sl.respLen > 0 {
-			off = len(arena)
-			arena = append(arena, sh.response(sl)...)
-			sl.respOff = off
+		moved, b := sh.alloc(int(r.n))
+		copy(b, old[r.chunk][r.off:r.off+r.n])
+		return moved
+	}
+	for i := range sh.slots {
+		if sl := &sh.slots[i]; sl.used {
+			sl.id, sl.resp = move(sl.id), move(sl.resp)
 		}
 	}
-	sh.arena, sh.dead = arena, 0
 	if len(sh.free) > len(sh.slots)/2 {
 		sh.shrinkSlots()
 	}
@@ -199,7 +226,7 @@ func (sh *memShard) shrinkSlots() {
 
 // reset empties sh, as Close does.
 func (sh *memShard) reset() {
-	sh.index, sh.slots, sh.free, sh.arena, sh.dead = nil, nil, nil, nil, 0
+	sh.index, sh.slots, sh.free, sh.chunks, sh.total, sh.dead = nil, nil, nil, nil, 0, 0
 }
 
 // timeOf is a record's unix-nanosecond time as a time.Time in loc.
@@ -223,7 +250,7 @@ func (sh *memShard) record(sl *memSlot, scope Scope, key string, loc *time.Locat
 	}
 	rec.State = StateCompleted
 	rec.ExpiresAt = timeOf(sl.deadline, loc)
-	if resp, err := decodeResponse(sh.response(sl)); err == nil {
+	if resp, err := decodeResponse(sh.bytes(sl.resp)); err == nil {
 		rec.Response = &resp
 	}
 	return rec

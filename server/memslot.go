@@ -26,14 +26,12 @@ type memSlot struct {
 	// and when the retention ends once completed.
 	deadline int64
 
-	// The identity region, at idOff in the arena: key, principal, method,
-	// route and fingerprint, one after the other.
-	idOff                                         int
+	// The identity region (key, principal, method, route and
+	// fingerprint, one after the other) and the response region (the
+	// stored answer, encodeResponse, once completed), each at an offset
+	// in one of the part's arena chunks.
+	id, resp                                      memRegion
 	keyLen, principalLen, methodLen, routeLen, fp uint32
-	// The response region: encodeResponse of the stored answer, once
-	// completed.
-	respOff int
-	respLen uint32
 }
 
 // memRecordOverhead is what a record costs beyond its strings and
@@ -44,9 +42,12 @@ const memRecordOverhead = 192
 // memTokenLen is the length of a fencing token as text.
 const memTokenLen = 32
 
-// maxMemField bounds each string a record holds and its response, so
-// their lengths fit a slot's fields.
-const maxMemField = math.MaxUint32
+// memRegion is where a record's bytes are: n bytes at off in chunk.
+type memRegion struct{ chunk, off, n uint32 }
+
+// maxMemRegion bounds the identity and the encoded response of a record,
+// so their lengths fit a region's fields.
+const maxMemRegion = math.MaxUint32
 
 // memRecordSize is the memory a record of (scope, key) with fingerprint
 // and a response of respLen bytes is counted as taking; a reservation
@@ -62,16 +63,11 @@ func memRecordSize(scope Scope, key, fingerprint string, reserved bool, respLen 
 
 // size is what sl is counted as taking: memRecordSize of its record.
 func (sl *memSlot) size() int64 {
-	n := memRecordOverhead + sl.idLen() + int(sl.respLen)
+	n := memRecordOverhead + int(sl.id.n) + int(sl.resp.n)
 	if !sl.completed {
 		n += memTokenLen
 	}
 	return int64(n)
-}
-
-// idLen is the length of sl's identity region.
-func (sl *memSlot) idLen() int {
-	return int(sl.keyLen) + int(sl.principalLen) + int(sl.methodLen) + int(sl.routeLen) + int(sl.fp)
 }
 
 // unixNano is t in unix nanoseconds, saturated to the int64 range (years

@@ -193,9 +193,8 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	if lease <= 0 {
 		return nil, nil, fmt.Errorf("server: lease must be positive, got %v", lease)
 	}
-	if len(key) > maxMemField || len(fingerprint) > maxMemField || len(scope.Principal) > maxMemField ||
-		len(scope.Method) > maxMemField || len(scope.Route) > maxMemField {
-		return nil, nil, errors.New("server: key, fingerprint or scope too long for the memory store")
+	if len(key)+len(fingerprint)+len(scope.Principal)+len(scope.Method)+len(scope.Route) > maxMemRegion {
+		return nil, nil, errors.New("server: key, fingerprint and scope too long for the memory store")
 	}
 	sh, h := s.shardOf(scope, key)
 	if err := sh.lock(ctx); err != nil {
@@ -387,13 +386,13 @@ func owned(sh *memShard, h uint64, r Reservation) (int, error) {
 // owns. Callers hold the lock of sh, its part, and have checked the token
 // with owned. The byte bound is not checked: a completion is never
 // refused for room.
-func (s *MemoryStore) complete(sh *memShard, i int, c Completion) {
+func (s *MemoryStore) complete(sh *memShard, i int, c Completion, size int) {
 	sl := &sh.slots[i]
 	before := sl.size()
 	sl.completed = true
 	sl.token = [16]byte{}
 	sl.deadline = addNanos(unixNano(s.now()), c.Retention)
-	sh.setResponse(sl, c.Response)
+	sh.setResponse(sl, c.Response, size)
 	sh.noteDue(sl.deadline)
 	s.bytes.Add(sl.size() - before)
 	sh.compact()
@@ -420,6 +419,10 @@ func (s *MemoryStore) CompleteFunc(ctx context.Context, c Completion, effect fun
 	if err := validateCompletion(c); err != nil {
 		return err
 	}
+	size := encodedResponseLen(c.Response)
+	if size > maxMemRegion {
+		return fmt.Errorf("server: a response of %d bytes is too large for the memory store", size)
+	}
 	sh, h := s.shardOf(c.Reservation.Scope, c.Reservation.Key)
 	if err := sh.lock(ctx); err != nil {
 		return err
@@ -434,7 +437,7 @@ func (s *MemoryStore) CompleteFunc(ctx context.Context, c Completion, effect fun
 			return err
 		}
 	}
-	s.complete(sh, i, c)
+	s.complete(sh, i, c, size)
 	return nil
 }
 
