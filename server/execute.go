@@ -30,8 +30,8 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		// capture stays out of the pool: the handler left mid-answer.
 		log.Debug("handler aborted the response")
 		if !held.Completed() {
-			ctx, cancel := m.settleContext(r)
-			defer cancel()
+			ctx := m.settleContext(r)
+			defer ctx.stop()
 			m.release(ctx, res, log)
 		}
 		panic(http.ErrAbortHandler)
@@ -44,8 +44,8 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	capture.finish()
 	if !held.Completed() {
-		ctx, cancel := m.settleContext(r)
-		defer cancel()
+		ctx := m.settleContext(r)
+		defer ctx.stop()
 		m.settle(ctx, capture, res, log.With("status", capture.status))
 	}
 	writeCaptured(w, capture)
@@ -55,8 +55,8 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 // beyond the lease, after which the key is another's anyway. The key is settled
 // even when the client has gone away: the handler ran, and its outcome
 // must not be lost with the connection.
-func (m *Middleware) settleContext(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), min(m.cfg.lease, m.cfg.storeTimeout))
+func (m *Middleware) settleContext(r *http.Request) *storeContext {
+	return newStoreContext(context.WithoutCancel(r.Context()), min(m.cfg.lease, m.cfg.storeTimeout))
 }
 
 // bufferedBody hands the handler the request body the layer has read.

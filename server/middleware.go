@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -134,9 +133,9 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	fingerprint := Fingerprint(r.Method, route, body)
 	log := m.requestLogger(r, route, key)
 	ans := m.cfg.answers
-	ctx, cancel := context.WithTimeout(r.Context(), m.cfg.storeTimeout)
+	ctx := newStoreContext(r.Context(), m.cfg.storeTimeout)
 	res, rec, err := m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
-	cancel()
+	ctx.stop()
 	switch {
 	case errors.Is(err, ErrStoreFull):
 		log.Warn("idempotency store full; new key refused", "err", err)
