@@ -11,7 +11,7 @@ import (
 type memShard struct {
 	mu     sync.Mutex
 	closed bool
-	index  map[uint64]uint32 // memHash of (scope, key) → 1 + the first slot with it
+	index  memIndex // memHash of (scope, key) → slot
 	slots  []memSlot
 	free   []uint32 // slots of deleted records, reused first
 	// chunks hold the records' identity and response regions, appended
@@ -45,12 +45,20 @@ func (sh *memShard) noteDue(due int64) {
 
 // find returns the slot of (scope, key), whose hash is h, or -1.
 func (sh *memShard) find(h uint64, scope Scope, key string) int {
-	for i := sh.index[h]; i != 0; i = sh.slots[i-1].next {
-		if sh.matches(&sh.slots[i-1], scope, key) {
-			return int(i - 1)
+	x := &sh.index
+	if len(x.cells) == 0 {
+		return -1
+	}
+	mask := len(x.cells) - 1
+	for i := x.home(h); ; i = (i + 1) & mask {
+		c := x.cells[i]
+		if c.slot == 0 {
+			return -1
+		}
+		if c.hash == h && sh.matches(&sh.slots[c.slot-1], scope, key) {
+			return int(c.slot - 1)
 		}
 	}
-	return -1
 }
 
 // matches reports whether sl is the record of (scope, key): hashes
@@ -115,8 +123,8 @@ func (sh *memShard) insert(h uint64, scope Scope, key, fingerprint string) int {
 		i = len(sh.slots) - 1
 	}
 	sl := &sh.slots[i]
-	*sl = memSlot{hash: h, next: sh.index[h], used: true}
-	sh.index[h] = uint32(i + 1)
+	*sl = memSlot{hash: h, used: true}
+	sh.index.add(h, i)
 	sh.writeIdentity(sl, scope, key, fingerprint)
 	return i
 }
@@ -153,20 +161,7 @@ func (sh *memShard) dropResponse(sl *memSlot) {
 // remove deletes the record in slot i.
 func (sh *memShard) remove(i int) {
 	sl := &sh.slots[i]
-	if head := sh.index[sl.hash]; head == uint32(i+1) {
-		if sl.next == 0 {
-			delete(sh.index, sl.hash)
-		} else {
-			sh.index[sl.hash] = sl.next
-		}
-	} else {
-		for j := head; j != 0; j = sh.slots[j-1].next {
-			if prev := &sh.slots[j-1]; prev.next == uint32(i+1) {
-				prev.next = sl.next
-				break
-			}
-		}
-	}
+	sh.index.remove(sl.hash, i)
 	sh.dead += int(sl.id.n) + int(sl.resp.n)
 	*sl = memSlot{}
 	sh.free = append(sh.free, uint32(i))
@@ -202,6 +197,7 @@ func (sh *memShard) compact() {
 	if len(sh.free) > len(sh.slots)/2 {
 		sh.shrinkSlots()
 	}
+	sh.index.shrink()
 }
 
 // shrinkSlots drops the free slots at the end of the slot slice, after a
@@ -226,7 +222,7 @@ func (sh *memShard) shrinkSlots() {
 
 // reset empties sh, as Close does.
 func (sh *memShard) reset() {
-	sh.index, sh.slots, sh.free, sh.chunks, sh.total, sh.dead = nil, nil, nil, nil, 0, 0
+	sh.index, sh.slots, sh.free, sh.chunks, sh.total, sh.dead = memIndex{}, nil, nil, nil, 0, 0
 }
 
 // timeOf is a record's unix-nanosecond time as a time.Time in loc.

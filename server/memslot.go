@@ -9,15 +9,13 @@ import (
 // memSlot is how a MemoryStore part holds one record, and it holds no
 // pointer: a store that keeps every key for a day holds millions of
 // records, and every pointer in them is work for every garbage
-// collection. The slots of a part are one slice, its index a map from
-// hashes to slot numbers (pointer-free keys and values, which the
-// collector never scans), and the variable-length bytes (scope, key,
-// fingerprint, stored response) are regions of the part's byte arena.
+// collection. The slots of a part are one slice, its index (memIndex) a
+// table of hashes and slot numbers, and the variable-length bytes (scope,
+// key, fingerprint, stored response) are regions of the part's arena
+// chunks: none of them holds a pointer, so the collector never scans
+// them.
 type memSlot struct {
-	hash uint64 // memHash of (scope, key): the part's index key
-	// next is 1 + the slot of the next record whose (scope, key) has the
-	// same hash, 0 for none: records whose hashes collide are chained.
-	next      uint32
+	hash      uint64 // memHash of (scope, key), its key in the part's index
 	used      bool
 	completed bool
 	token     [16]byte // the owner's fencing token while reserved

@@ -135,9 +135,6 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		seed:        maphash.MakeSeed(),
 		sweepWanted: make(chan struct{}, 1),
 	}
-	for i := range s.shards {
-		s.shards[i].index = make(map[uint64]uint32)
-	}
 	return s
 }
 
