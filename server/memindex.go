@@ -4,9 +4,11 @@ package server
 // key): an open-addressing table with linear probing, one array of
 // pointer-free cells. A Go map would do, but a lookup of a new key (every
 // Reserve) walks the map's directory, table and group, each a cache miss
-// in a large store; here it is one. Records whose hashes are equal each
-// have their own cell: a lookup compares the full scope and key of every
-// cell with its hash.
+// in a large store; here it is one, and the table is kept at most half
+// full, so a lookup of a new key mostly reads one cache line. A cell holds
+// 32 bits of the hash: records whose hashes are equal there each have
+// their own cell, and a lookup compares the slot's full hash, then its
+// scope and key.
 type memIndex struct {
 	cells []memCell // a power of two long, or empty
 	n     int       // cells in use
@@ -14,41 +16,44 @@ type memIndex struct {
 
 // memCell is one cell of a memIndex.
 type memCell struct {
-	hash uint64
+	frag uint32 // memFrag of the slot's hash
 	slot uint32 // 1 + the slot, 0 for an empty cell
 }
+
+// memFrag is the part of a hash a cell keeps and finds its home by. The
+// low bits of the hash chose the part, so the next ones are used.
+func memFrag(h uint64) uint32 { return uint32(h >> 8) }
 
 // memIndexMinCells is the smallest table a part allocates.
 const memIndexMinCells = 16
 
-// home is the cell a hash is looked up from. The low bits of the hash
-// chose the part, so the next ones choose the cell.
-func (x *memIndex) home(h uint64) int { return int(h>>8) & (len(x.cells) - 1) }
+// home is the cell a fragment is looked up from.
+func (x *memIndex) home(frag uint32) int { return int(frag) & (len(x.cells) - 1) }
 
-// add records that slot has hash h.
-func (x *memIndex) add(h uint64, slot int) {
-	if 4*(x.n+1) > 3*len(x.cells) {
+// add records that slot has a hash whose fragment is frag.
+func (x *memIndex) add(frag uint32, slot int) {
+	if 2*(x.n+1) > len(x.cells) {
 		x.resize(max(memIndexMinCells, 2*len(x.cells)))
 	}
 	mask := len(x.cells) - 1
-	for i := x.home(h); ; i = (i + 1) & mask {
+	for i := x.home(frag); ; i = (i + 1) & mask {
 		if x.cells[i].slot == 0 {
-			x.cells[i] = memCell{hash: h, slot: uint32(slot + 1)}
+			x.cells[i] = memCell{frag: frag, slot: uint32(slot + 1)}
 			x.n++
 			return
 		}
 	}
 }
 
-// remove forgets slot, whose hash is h, shifting back the cells after it
+// remove forgets slot, whose hash has fragment frag, shifting back the cells after it
 // that probed past it so every lookup still finds its cell before an empty
 // one.
-func (x *memIndex) remove(h uint64, slot int) {
+func (x *memIndex) remove(frag uint32, slot int) {
 	if len(x.cells) == 0 {
 		return
 	}
 	mask := len(x.cells) - 1
-	i := x.home(h)
+	i := x.home(frag)
 	for probes := 0; x.cells[i].slot != uint32(slot+1); probes++ {
 		if x.cells[i].slot == 0 || probes == len(x.cells) {
 			return // not indexed: nothing to remove
@@ -63,7 +68,7 @@ func (x *memIndex) remove(h uint64, slot int) {
 		}
 		// c stays unless its home is outside (i, j], cyclically: then a
 		// lookup of it would stop at the hole at i.
-		if k := x.home(c.hash); (i < j && i < k && k <= j) || (i > j && (i < k || k <= j)) {
+		if k := x.home(c.frag); (i < j && i < k && k <= j) || (i > j && (i < k || k <= j)) {
 			continue
 		}
 		x.cells[i] = c
@@ -79,7 +84,7 @@ func (x *memIndex) resize(size int) {
 	x.cells, x.n = make([]memCell, size), 0
 	for _, c := range old {
 		if c.slot != 0 {
-			x.add(c.hash, int(c.slot-1))
+			x.add(c.frag, int(c.slot-1))
 		}
 	}
 }
@@ -88,7 +93,7 @@ func (x *memIndex) resize(size int) {
 func (x *memIndex) shrink() {
 	if len(x.cells) > memIndexMinCells && 8*x.n < len(x.cells) {
 		size := memIndexMinCells
-		for 4*x.n > size {
+		for 4*x.n > size { // a quarter full, room to grow
 			size *= 2
 		}
 		x.resize(size)

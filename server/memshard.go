@@ -49,13 +49,16 @@ func (sh *memShard) find(h uint64, scope Scope, key string) int {
 	if len(x.cells) == 0 {
 		return -1
 	}
-	mask := len(x.cells) - 1
-	for i := x.home(h); ; i = (i + 1) & mask {
+	mask, frag := len(x.cells)-1, memFrag(h)
+	for i := x.home(frag); ; i = (i + 1) & mask {
 		c := x.cells[i]
 		if c.slot == 0 {
 			return -1
 		}
-		if c.hash == h && sh.matches(&sh.slots[c.slot-1], scope, key) {
+		if c.frag != frag {
+			continue
+		}
+		if sl := &sh.slots[c.slot-1]; sl.hash == h && sh.matches(sl, scope, key) {
 			return int(c.slot - 1)
 		}
 	}
@@ -124,7 +127,7 @@ func (sh *memShard) insert(h uint64, scope Scope, key, fingerprint string) int {
 	}
 	sl := &sh.slots[i]
 	*sl = memSlot{hash: h, used: true}
-	sh.index.add(h, i)
+	sh.index.add(memFrag(h), i)
 	sh.writeIdentity(sl, scope, key, fingerprint)
 	return i
 }
@@ -161,7 +164,7 @@ func (sh *memShard) dropResponse(sl *memSlot) {
 // remove deletes the record in slot i.
 func (sh *memShard) remove(i int) {
 	sl := &sh.slots[i]
-	sh.index.remove(sl.hash, i)
+	sh.index.remove(memFrag(sl.hash), i)
 	sh.dead += int(sl.id.n) + int(sl.resp.n)
 	*sl = memSlot{}
 	sh.free = append(sh.free, uint32(i))

@@ -18,11 +18,23 @@ import (
 // its own answer through reserve, complete, release and sweep.
 func TestMemoryStoreCollidingHashesStayApart(t *testing.T) {
 	t.Parallel()
+	t.Run("equal hashes", func(t *testing.T) {
+		testCollidingHashes(t, func(Scope, string) uint64 { return 42 })
+	})
+	t.Run("equal index fragments", func(t *testing.T) {
+		testCollidingHashes(t, func(sc Scope, key string) uint64 { // bits 8 to 39 equal
+			return uint64(len(key)+len(sc.Principal)+len(sc.Method)+len(sc.Route)+int(key[len(key)-1]))<<40 | 42
+		})
+	})
+}
+
+func testCollidingHashes(t *testing.T, hash func(Scope, string) uint64) {
+	t.Parallel()
 	var now atomic.Int64
 	now.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
 	s := NewMemoryStore(WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
 	t.Cleanup(func() { _ = s.Close() })
-	s.hashHook = func(Scope, string) uint64 { return 42 }
+	s.hashHook = hash
 	ctx := t.Context()
 
 	// Scopes and keys that differ only in where one string ends and the
