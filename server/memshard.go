@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -12,8 +13,12 @@ type memShard struct {
 	mu     sync.Mutex
 	closed bool
 	index  memIndex // memHash of (scope, key) → slot
-	slots  []memSlot
-	free   []uint32 // slots of deleted records, reused first
+	// slots are the records, in blocks of memSlotBlock that are never
+	// copied to grow; nslots of them have been used.
+	slots  [][]memSlot
+	nslots int
+	free   []uint32      // slots of deleted records, reused first
+	tokens *rand.ChaCha8 // where fencing tokens come from
 	// chunks hold the records' identity and response regions, appended
 	// to the last chunk; a region larger than memChunkSize/4 has a chunk
 	// of its own. Full chunks are never copied to grow: a record's bytes
@@ -31,6 +36,12 @@ type memShard struct {
 	dueKnown bool
 	_        [64]byte // keeps neighbouring locks off one cache line
 }
+
+// memSlotBlock is how many slots a block holds, a power of two.
+const memSlotBlock = 512
+
+// slot returns slot i.
+func (sh *memShard) slot(i int) *memSlot { return &sh.slots[i/memSlotBlock][i%memSlotBlock] }
 
 // memChunkSize is the size of a part's arena chunks.
 const memChunkSize = 64 << 10
@@ -58,7 +69,7 @@ func (sh *memShard) find(h uint64, scope Scope, key string) int {
 		if c.frag != frag {
 			continue
 		}
-		if sl := &sh.slots[c.slot-1]; sl.hash == h && sh.matches(sl, scope, key) {
+		if sl := sh.slot(int(c.slot - 1)); sl.hash == h && sh.matches(sl, scope, key) {
 			return int(c.slot - 1)
 		}
 	}
@@ -122,10 +133,13 @@ func (sh *memShard) insert(h uint64, scope Scope, key, fingerprint string) int {
 		i = int(sh.free[n-1])
 		sh.free = sh.free[:n-1]
 	} else {
-		sh.slots = append(sh.slots, memSlot{})
-		i = len(sh.slots) - 1
+		if sh.nslots == len(sh.slots)*memSlotBlock {
+			sh.slots = append(sh.slots, make([]memSlot, memSlotBlock))
+		}
+		i = sh.nslots
+		sh.nslots++
 	}
-	sl := &sh.slots[i]
+	sl := sh.slot(i)
 	*sl = memSlot{hash: h, used: true}
 	sh.index.add(memFrag(h), i)
 	sh.writeIdentity(sl, scope, key, fingerprint)
@@ -163,7 +177,7 @@ func (sh *memShard) dropResponse(sl *memSlot) {
 
 // remove deletes the record in slot i.
 func (sh *memShard) remove(i int) {
-	sl := &sh.slots[i]
+	sl := sh.slot(i)
 	sh.index.remove(memFrag(sl.hash), i)
 	sh.dead += int(sl.id.n) + int(sl.resp.n)
 	*sl = memSlot{}
@@ -192,28 +206,30 @@ func (sh *memShard) compact() {
 		copy(b, old[r.chunk][r.off:r.off+r.n])
 		return moved
 	}
-	for i := range sh.slots {
-		if sl := &sh.slots[i]; sl.used {
+	for i := range sh.nslots {
+		if sl := sh.slot(i); sl.used {
 			sl.id, sl.resp = move(sl.id), move(sl.resp)
 		}
 	}
-	if len(sh.free) > len(sh.slots)/2 {
+	if len(sh.free) > sh.nslots/2 {
 		sh.shrinkSlots()
 	}
 	sh.index.shrink()
 }
 
-// shrinkSlots drops the free slots at the end of the slot slice, after a
-// sweep deleted most of a part, and returns the slice's spare memory.
+// shrinkSlots drops the free slots at the end, after a sweep deleted
+// most of a part, and the blocks left empty.
 func (sh *memShard) shrinkSlots() {
-	n := len(sh.slots)
-	for n > 0 && !sh.slots[n-1].used {
+	n := sh.nslots
+	for n > 0 && !sh.slot(n-1).used {
 		n--
 	}
-	if n == len(sh.slots) {
+	if n == sh.nslots {
 		return
 	}
-	sh.slots = append([]memSlot(nil), sh.slots[:n]...)
+	blocks := (n + memSlotBlock - 1) / memSlotBlock
+	clear(sh.slots[blocks:])
+	sh.slots, sh.nslots = sh.slots[:blocks], n
 	free := sh.free[:0]
 	for _, i := range sh.free {
 		if int(i) < n {
@@ -225,7 +241,7 @@ func (sh *memShard) shrinkSlots() {
 
 // reset empties sh, as Close does.
 func (sh *memShard) reset() {
-	sh.index, sh.slots, sh.free, sh.chunks, sh.total, sh.dead = memIndex{}, nil, nil, nil, 0, 0
+	sh.index, sh.slots, sh.nslots, sh.free, sh.chunks, sh.total, sh.dead = memIndex{}, nil, 0, nil, nil, 0, 0
 }
 
 // timeOf is a record's unix-nanosecond time as a time.Time in loc.

@@ -174,3 +174,49 @@ func TestMemoryStoreArenaCompaction(t *testing.T) {
 	n, _ := s.Usage()
 	assert.Equal(t, total/10, n)
 }
+
+// A part mostly emptied gives back its slot blocks and index, and keeps
+// working as it fills again.
+func TestMemoryStorePartShrinksAndRefills(t *testing.T) {
+	t.Parallel()
+	s := NewMemoryStore()
+	t.Cleanup(func() { _ = s.Close() })
+	s.hashHook = func(_ Scope, key string) uint64 { // every key in part 0
+		n, _ := strconv.ParseUint(key[1:], 10, 64)
+		return n * memShardCount
+	}
+	ctx := t.Context()
+	sh := &s.shards[0]
+	fill := func(from, to int) {
+		for i := from; i < to; i++ {
+			res, _, err := s.Reserve(ctx, partsScope, fmt.Sprintf("k%d", i), "fp", time.Hour)
+			require.NoError(t, err)
+			require.NoError(t, s.Complete(ctx, Completion{Reservation: *res, Response: Response{Status: 201, Body: bytes.Repeat([]byte{byte(i)}, 300)}, Retention: time.Hour}))
+		}
+	}
+	fill(0, 3*memSlotBlock)
+	sh.mu.Lock()
+	require.Len(t, sh.slots, 3)
+	for i := 10; i < 3*memSlotBlock; i++ {
+		s.delete(sh, sh.find(uint64(i)*memShardCount, partsScope, fmt.Sprintf("k%d", i)))
+	}
+	sh.compact()
+	assert.Len(t, sh.slots, 1, "empty blocks dropped")
+	assert.Equal(t, 10, sh.nslots)
+	assert.Less(t, len(sh.index.cells), 3*memSlotBlock, "the index shrank")
+	sh.mu.Unlock()
+
+	fill(3*memSlotBlock, 5*memSlotBlock)
+	for i := range 5 * memSlotBlock {
+		rec, err := s.Lookup(ctx, partsScope, fmt.Sprintf("k%d", i))
+		require.NoError(t, err)
+		if i >= 10 && i < 3*memSlotBlock {
+			require.Nil(t, rec, "k%d was deleted", i)
+			continue
+		}
+		require.NotNil(t, rec, "k%d", i)
+		require.Equal(t, bytes.Repeat([]byte{byte(i)}, 300), rec.Response.Body)
+	}
+	n, _ := s.Usage()
+	assert.Equal(t, 10+2*memSlotBlock, n)
+}

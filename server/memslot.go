@@ -9,7 +9,7 @@ import (
 // memSlot is how a MemoryStore part holds one record, and it holds no
 // pointer: a store that keeps every key for a day holds millions of
 // records, and every pointer in them is work for every garbage
-// collection. The slots of a part are one slice, its index (memIndex) a
+// collection. The slots of a part are blocks of a slice, its index (memIndex) a
 // table of hashes and slot numbers, and the variable-length bytes (scope,
 // key, fingerprint, stored response) are regions of the part's arena
 // chunks: none of them holds a pointer, so the collector never scans

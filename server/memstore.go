@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	mrand "math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -135,7 +136,22 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		seed:        maphash.MakeSeed(),
 		sweepWanted: make(chan struct{}, 1),
 	}
+	for i := range s.shards {
+		s.shards[i].tokens = newTokenSource()
+	}
 	return s
+}
+
+// newTokenSource returns a generator of fencing tokens: ChaCha8, a
+// cryptographically strong generator, seeded from crypto/rand. Each part
+// draws from its own under its lock, without the system call crypto/rand
+// may make per token. crypto/rand never fails on supported platforms (it
+// aborts the program rather than return weak bytes), so there is no error
+// to handle.
+func newTokenSource() *mrand.ChaCha8 {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	return mrand.NewChaCha8(seed)
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -202,12 +218,12 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	now := s.now()
 	nowNs := unixNano(now)
 	i := sh.find(h, scope, key)
-	if i >= 0 && !s.reservable(sh, &sh.slots[i], fingerprint, nowNs) {
-		return nil, sh.record(&sh.slots[i], scope, key, s.loc), nil
+	if i >= 0 && !s.reservable(sh, sh.slot(i), fingerprint, nowNs) {
+		return nil, sh.record(sh.slot(i), scope, key, s.loc), nil
 	}
 	size := memRecordSize(scope, key, fingerprint, true, 0)
 	if i >= 0 {
-		sl := &sh.slots[i]
+		sl := sh.slot(i)
 		s.bytes.Add(size - sl.size())
 		if string(sh.fingerprint(sl)) != fingerprint {
 			sh.writeIdentity(sl, scope, key, fingerprint)
@@ -219,9 +235,9 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	} else {
 		i = sh.insert(h, scope, key, fingerprint)
 	}
-	sl := &sh.slots[i]
+	sl := sh.slot(i)
 	sl.completed = false
-	newFencingToken(&sl.token)
+	sh.newFencingToken(&sl.token)
 	sl.createdAt = nowNs
 	sl.deadline = addNanos(nowNs, lease)
 	sh.noteDue(s.dueAt(sl))
@@ -333,8 +349,8 @@ func (s *MemoryStore) reclaim(sh *memShard, now int64, limit int) int {
 	defer sh.compact()
 	var next int64
 	known := false
-	for i := range sh.slots {
-		sl := &sh.slots[i]
+	for i := range sh.nslots {
+		sl := sh.slot(i)
 		if !sl.used {
 			continue
 		}
@@ -356,7 +372,7 @@ func (s *MemoryStore) reclaim(sh *memShard, now int64, limit int) int {
 // delete removes the record in slot i. Callers hold sh's lock.
 func (s *MemoryStore) delete(sh *memShard, i int) {
 	s.count.Add(-1)
-	s.bytes.Add(-sh.slots[i].size())
+	s.bytes.Add(-sh.slot(i).size())
 	sh.remove(i)
 }
 
@@ -373,7 +389,7 @@ func (s *MemoryStore) dueAt(sl *memSlot) int64 {
 // Callers hold the lock of sh, r's part, and h is the hash of r's key.
 func owned(sh *memShard, h uint64, r Reservation) (int, error) {
 	i := sh.find(h, r.Scope, r.Key)
-	if i < 0 || sh.slots[i].completed || !sh.slots[i].ownedBy(r.Token) {
+	if i < 0 || sh.slot(i).completed || !sh.slot(i).ownedBy(r.Token) {
 		return -1, ErrFenced
 	}
 	return i, nil
@@ -384,7 +400,7 @@ func owned(sh *memShard, h uint64, r Reservation) (int, error) {
 // with owned. The byte bound is not checked: a completion is never
 // refused for room.
 func (s *MemoryStore) complete(sh *memShard, i int, c Completion, size int) {
-	sl := &sh.slots[i]
+	sl := sh.slot(i)
 	before := sl.size()
 	sl.completed = true
 	sl.token = [16]byte{}
@@ -450,12 +466,10 @@ func (s *MemoryStore) Close() error {
 	return nil
 }
 
-// newFencingToken fills token with 128 random bits; the store hands it
-// out in hex. crypto/rand never fails on supported platforms (it aborts
-// the program rather than return weak bytes), so there is no error to
-// handle.
-func newFencingToken(token *[16]byte) {
-	_, _ = rand.Read(token[:])
+// newFencingToken fills token with 128 random bits from sh's generator;
+// the store hands it out in hex. Callers hold sh's lock.
+func (sh *memShard) newFencingToken(token *[16]byte) {
+	_, _ = sh.tokens.Read(token[:]) // never fails
 }
 
 // Lookup returns the record of (scope, key), or nil when there is none:
@@ -470,7 +484,7 @@ func (s *MemoryStore) Lookup(ctx context.Context, scope Scope, key string) (*Rec
 	if i < 0 {
 		return nil, nil
 	}
-	return sh.record(&sh.slots[i], scope, key, s.loc), nil
+	return sh.record(sh.slot(i), scope, key, s.loc), nil
 }
 
 // Capacity returns the store's bounds, as WithCapacity set them.
