@@ -38,13 +38,19 @@ type memShard struct {
 }
 
 // memSlotBlock is how many slots a block holds, a power of two.
-const memSlotBlock = 512
+// Small, so a part with few records costs little: a store touches all
+// 256 parts as soon as it holds a few hundred keys.
+const memSlotBlock = 64
 
 // slot returns slot i.
 func (sh *memShard) slot(i int) *memSlot { return &sh.slots[i/memSlotBlock][i%memSlotBlock] }
 
-// memChunkSize is the size of a part's arena chunks.
-const memChunkSize = 64 << 10
+// Sizes of a part's arena chunks: the first is small, each next one twice
+// the last, up to memChunkSize.
+const (
+	memFirstChunkSize = 1 << 10
+	memChunkSize      = 64 << 10
+)
 
 // noteDue lowers sh's nextDue to due. Callers hold sh's lock and call it
 // for every record they write.
@@ -116,7 +122,11 @@ func (sh *memShard) alloc(n int) (memRegion, []byte) {
 	}
 	c := len(sh.chunks) - 1
 	if c < 0 || cap(sh.chunks[c])-len(sh.chunks[c]) < n {
-		sh.chunks = append(sh.chunks, make([]byte, 0, memChunkSize))
+		size := memFirstChunkSize
+		if c >= 0 {
+			size = min(memChunkSize, 2*cap(sh.chunks[c]))
+		}
+		sh.chunks = append(sh.chunks, make([]byte, 0, max(size, n)))
 		c++
 	}
 	chunk := sh.chunks[c]
@@ -186,7 +196,7 @@ func (sh *memShard) remove(i int) {
 
 // memArenaSlack is how many dead bytes a part keeps before compact
 // rewrites its arena: small parts are not rewritten for every delete.
-const memArenaSlack = 2 * memChunkSize
+const memArenaSlack = 16 << 10
 
 // compact rewrites the arena without its dead bytes once they are more
 // than half of it, so the arena stays within about twice what its
