@@ -20,14 +20,17 @@ type memShard struct {
 	free   []uint32      // slots of deleted records, reused first
 	tokens *rand.ChaCha8 // where fencing tokens come from
 	// chunks hold the records' identity and response regions, appended
-	// to the last chunk; a region larger than memChunkSize/4 has a chunk
-	// of its own. Full chunks are never copied to grow: a record's bytes
-	// are copied when written and when compact rewrites the chunks, once
-	// the dead bytes (of records deleted or rewritten) are more than half
-	// of the total.
-	chunks [][]byte
-	total  int // bytes in chunks, dead or alive
-	dead   int
+	// to the current chunk, cur; a region larger than memChunkSize/4 has a
+	// chunk of its own. Chunks are never copied to grow. A chunk whose
+	// regions are all dead is dropped (nil, its number in freeChunks for
+	// reuse); compact moves the live regions out of sparse chunks once
+	// the dead bytes are more than half of the total.
+	chunks     [][]byte
+	chunkLive  []int // live bytes of each chunk
+	freeChunks []uint32
+	cur        int // the chunk small regions are appended to, -1 for none
+	total      int // bytes in chunks, dead or alive
+	dead       int
 	// nextDue (unix nanoseconds), when dueKnown, is no later than the
 	// earliest time a record of the part becomes due: a full store
 	// refusing new keys skips the scan for due records until then, so a
@@ -114,25 +117,60 @@ func (sh *memShard) fingerprint(sl *memSlot) []byte {
 func (sh *memShard) alloc(n int) (memRegion, []byte) {
 	sh.total += n
 	if n > memChunkSize/4 {
-		sh.chunks = append(sh.chunks, make([]byte, n))
-		c := len(sh.chunks) - 1
-		// Later small regions go to a new chunk: the chunk before this
-		// one may be full, and this one is.
+		c := sh.newChunk(make([]byte, n))
+		sh.chunkLive[c] += n
 		return memRegion{chunk: uint32(c), n: uint32(n)}, sh.chunks[c]
 	}
-	c := len(sh.chunks) - 1
-	if c < 0 || cap(sh.chunks[c])-len(sh.chunks[c]) < n {
+	if sh.cur < 0 || cap(sh.chunks[sh.cur])-len(sh.chunks[sh.cur]) < n {
 		size := memFirstChunkSize
-		if c >= 0 {
-			size = min(memChunkSize, 2*cap(sh.chunks[c]))
+		if old := sh.cur; old >= 0 {
+			size = min(memChunkSize, 2*cap(sh.chunks[old]))
+			sh.cur = -1
+			sh.dropIfDead(old)
 		}
-		sh.chunks = append(sh.chunks, make([]byte, 0, max(size, n)))
-		c++
+		sh.cur = sh.newChunk(make([]byte, 0, max(size, n)))
 	}
+	c := sh.cur
 	chunk := sh.chunks[c]
 	off := len(chunk)
 	sh.chunks[c] = chunk[:off+n]
+	sh.chunkLive[c] += n
 	return memRegion{chunk: uint32(c), off: uint32(off), n: uint32(n)}, chunk[off : off+n]
+}
+
+// newChunk adds b as a chunk and returns its number.
+func (sh *memShard) newChunk(b []byte) int {
+	if n := len(sh.freeChunks); n > 0 {
+		c := int(sh.freeChunks[n-1])
+		sh.freeChunks = sh.freeChunks[:n-1]
+		sh.chunks[c], sh.chunkLive[c] = b, 0
+		return c
+	}
+	sh.chunks = append(sh.chunks, b)
+	sh.chunkLive = append(sh.chunkLive, 0)
+	return len(sh.chunks) - 1
+}
+
+// release marks region r dead.
+func (sh *memShard) release(r memRegion) {
+	if r.n == 0 {
+		return
+	}
+	sh.dead += int(r.n)
+	sh.chunkLive[r.chunk] -= int(r.n)
+	sh.dropIfDead(int(r.chunk))
+}
+
+// dropIfDead drops chunk c if it is not the current one and none of its
+// regions is live: its bytes leave the total and the dead count.
+func (sh *memShard) dropIfDead(c int) {
+	if c == sh.cur || sh.chunkLive[c] != 0 || sh.chunks[c] == nil {
+		return
+	}
+	sh.total -= len(sh.chunks[c])
+	sh.dead -= len(sh.chunks[c])
+	sh.chunks[c] = nil
+	sh.freeChunks = append(sh.freeChunks, uint32(c))
 }
 
 // insert takes a slot for a new record of (scope, key) with hash h and
@@ -158,7 +196,7 @@ func (sh *memShard) insert(h uint64, scope Scope, key, fingerprint string) int {
 
 // writeIdentity writes sl's identity region anew.
 func (sh *memShard) writeIdentity(sl *memSlot, scope Scope, key, fingerprint string) {
-	sh.dead += int(sl.id.n)
+	sh.release(sl.id)
 	sl.keyLen, sl.principalLen, sl.methodLen, sl.routeLen, sl.fp = uint32(len(key)),
 		uint32(len(scope.Principal)), uint32(len(scope.Method)), uint32(len(scope.Route)), uint32(len(fingerprint))
 	var b []byte
@@ -181,7 +219,7 @@ func (sh *memShard) setResponse(sl *memSlot, r Response, size int) {
 
 // dropResponse forgets sl's response.
 func (sh *memShard) dropResponse(sl *memSlot) {
-	sh.dead += int(sl.resp.n)
+	sh.release(sl.resp)
 	sl.resp = memRegion{}
 }
 
@@ -189,7 +227,8 @@ func (sh *memShard) dropResponse(sl *memSlot) {
 func (sh *memShard) remove(i int) {
 	sl := sh.slot(i)
 	sh.index.remove(memFrag(sl.hash), i)
-	sh.dead += int(sl.id.n) + int(sl.resp.n)
+	sh.release(sl.id)
+	sh.release(sl.resp)
 	*sl = memSlot{}
 	sh.free = append(sh.free, uint32(i))
 }
@@ -198,22 +237,35 @@ func (sh *memShard) remove(i int) {
 // rewrites its arena: small parts are not rewritten for every delete.
 const memArenaSlack = 16 << 10
 
-// compact rewrites the arena without its dead bytes once they are more
-// than half of it, so the arena stays within about twice what its
-// records use and each live byte is copied a bounded number of times per
-// byte written. Callers hold sh's lock.
+// compact moves the live regions out of the sparse chunks (less than
+// half live) once the dead bytes are more than half of the arena, and the
+// emptied chunks are dropped: the arena stays within about twice what its
+// records use, and each live byte is copied a bounded number of times per
+// byte written. Records deleted in the order they were written (as
+// retention expires) empty whole chunks, which are dropped without any
+// copy. Callers hold sh's lock.
 func (sh *memShard) compact() {
 	if sh.dead <= memArenaSlack || 2*sh.dead <= sh.total {
 		return
 	}
-	old := sh.chunks
-	sh.chunks, sh.total, sh.dead = nil, 0, 0
+	sparse := make([]bool, len(sh.chunks))
+	for c, b := range sh.chunks {
+		sparse[c] = b != nil && 2*sh.chunkLive[c] < len(b)
+	}
+	if old := sh.cur; old >= 0 && sparse[old] {
+		sh.cur = -1 // emptied like the others, then dropped
+		sh.dropIfDead(old)
+	}
 	move := func(r memRegion) memRegion {
-		if r.n == 0 {
-			return memRegion{}
+		if r.n == 0 || int(r.chunk) >= len(sparse) || !sparse[r.chunk] {
+			return r
 		}
 		moved, b := sh.alloc(int(r.n))
-		copy(b, old[r.chunk][r.off:r.off+r.n])
+		copy(b, sh.bytes(r))
+		sh.release(r)
+		if int(moved.chunk) < len(sparse) {
+			sparse[moved.chunk] = false // a dropped chunk's number, reused
+		}
 		return moved
 	}
 	for i := range sh.nslots {
@@ -251,7 +303,8 @@ func (sh *memShard) shrinkSlots() {
 
 // reset empties sh, as Close does.
 func (sh *memShard) reset() {
-	sh.index, sh.slots, sh.nslots, sh.free, sh.chunks, sh.total, sh.dead = memIndex{}, nil, 0, nil, nil, 0, 0
+	sh.index, sh.slots, sh.nslots, sh.free = memIndex{}, nil, 0, nil
+	sh.chunks, sh.chunkLive, sh.freeChunks, sh.cur, sh.total, sh.dead = nil, nil, nil, -1, 0, 0
 }
 
 // timeOf is a record's unix-nanosecond time as a time.Time in loc.

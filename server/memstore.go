@@ -138,6 +138,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	}
 	for i := range s.shards {
 		s.shards[i].tokens = newTokenSource()
+		s.shards[i].cur = -1
 	}
 	return s
 }
