@@ -3,11 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/idemkit/idem/internal/bodyread"
 )
 
 // Headers of the idempotency protocol.
@@ -224,7 +225,7 @@ func (m *Middleware) readGuardedBody(w http.ResponseWriter, r *http.Request) ([]
 		tooLarge()
 		return nil, false
 	}
-	body, err := readAll(http.MaxBytesReader(w, r.Body, m.cfg.maxBody), r.ContentLength)
+	body, err := bodyread.Sized(http.MaxBytesReader(w, r.Body, m.cfg.maxBody), r.ContentLength, m.cfg.maxBody)
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &maxErr):
@@ -236,28 +237,6 @@ func (m *Middleware) readGuardedBody(w http.ResponseWriter, r *http.Request) ([]
 		return nil, false
 	}
 	return body, true
-}
-
-// readAll reads r to its end into a buffer sized for the declared length,
-// which most requests give (-1 when unknown), so a body is read without
-// regrowing its buffer; a body longer than declared still reads whole.
-func readAll(r io.Reader, declared int64) ([]byte, error) {
-	if declared < 0 {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, 0, declared+1) // +1: the read that finds EOF needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		switch {
-		case errors.Is(err, io.EOF):
-			return b, nil
-		case err != nil:
-			return b, err
-		case len(b) == cap(b):
-			b = append(b, 0)[:len(b)]
-		}
-	}
 }
 
 // replay answers with the stored response of a completed record.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/idemkit/idem/internal/bodyread"
 )
 
 // requestError is a client error that the handler answers with a problem
@@ -58,7 +60,7 @@ func requireJSONContentType(r *http.Request) *requestError {
 // readBody reads the whole body, refusing more than maxBody bytes with a
 // 413 problem.
 func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, *requestError) {
-	body, err := readSized(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength, maxBody)
+	body, err := bodyread.Sized(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength, maxBody)
 	if err == nil {
 		return body, nil
 	}

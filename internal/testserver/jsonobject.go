@@ -3,8 +3,6 @@ package testserver
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"slices"
 	"unicode/utf8"
 )
@@ -106,28 +104,5 @@ func valueEnd(b []byte, i int) int {
 			i++
 		}
 		return i
-	}
-}
-
-// readSized reads r to its end into a buffer sized for the declared
-// length when there is one (-1 when unknown) and it is within limit, so
-// a small body is read into a small buffer rather than io.ReadAll's 512
-// bytes; a body longer than declared still reads whole.
-func readSized(r io.Reader, declared, limit int64) ([]byte, error) {
-	if declared < 0 || declared > limit {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, 0, declared+1) // +1: the read that finds EOF needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		switch {
-		case errors.Is(err, io.EOF):
-			return b, nil
-		case err != nil:
-			return b, err
-		case len(b) == cap(b):
-			b = append(b, 0)[:len(b)]
-		}
 	}
 }
