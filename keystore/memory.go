@@ -100,19 +100,13 @@ func (m *Memory) create(owned *Record, e memEntry) (*Record, bool, error) {
 
 // Get returns a copy of the record with this key, or ErrNotFound.
 func (m *Memory) Get(ctx context.Context, key string) (*Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.closed {
-		return nil, ErrClosed
+	e, err := m.entry(ctx, key)
+	if err != nil {
+		return nil, err
 	}
-	r, ok := m.records[key]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
-	}
-	rec, _, err := r.record()
+	rec, _, err := e.record()
 	return rec, err
 }
 
@@ -120,22 +114,32 @@ func (m *Memory) Get(ctx context.Context, key string) (*Record, error) {
 // it over (see Sharer): that record itself is returned, and the caller must
 // not modify it. Any other record is decoded, as Get does.
 func (m *Memory) GetShared(ctx context.Context, key string) (*Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
-	e, ok := m.records[key]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
+	e, err := m.entry(ctx, key)
+	if err != nil {
+		return nil, err
 	}
 	if e.live != nil {
 		return e.live, nil
 	}
 	return decodeMemRecord(e)
+}
+
+// entry is the stored entry under key, or why there is none to read.
+// Callers hold m.mu.
+func (m *Memory) entry(ctx context.Context, key string) (memEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return memEntry{}, err
+	}
+	if m.closed {
+		return memEntry{}, ErrClosed
+	}
+	e, ok := m.records[key]
+	if !ok {
+		return memEntry{}, fmt.Errorf("%w: %s", ErrNotFound, keyRef(key))
+	}
+	return e, nil
 }
 
 // GetByName returns a copy of the record with this name, or ErrNotFound.
