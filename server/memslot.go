@@ -87,6 +87,14 @@ var (
 
 // addNanos is t+d saturated to the int64 range: a retention of centuries
 // ends in 2262.
+// reached reports whether now is at or past t. A time saturated at the top
+// of the range (beyond 2262) is never reached: a clock there saturates too,
+// and the two would compare equal, making a record set to outlive it due
+// at once.
+func reached(now, t int64) bool {
+	return t != math.MaxInt64 && now >= t
+}
+
 func addNanos(t int64, d time.Duration) int64 {
 	if d > 0 && t > math.MaxInt64-int64(d) {
 		return math.MaxInt64

@@ -252,7 +252,7 @@ func (s *MemoryStore) admit(sh *memShard, size int64, now int64) error {
 	if s.take(size) {
 		return nil
 	}
-	if (!sh.dueKnown || now >= sh.nextDue) && s.reclaim(sh, now, -1) > 0 && s.take(size) {
+	if (!sh.dueKnown || reached(now, sh.nextDue)) && s.reclaim(sh, now, -1) > 0 && s.take(size) {
 		return nil
 	}
 	select { // ask the sweeper to reclaim the other parts now
@@ -285,9 +285,9 @@ func (s *MemoryStore) SweepWanted() <-chan struct{} { return s.sweepWanted }
 // when the payload is the same.
 func (s *MemoryStore) reservable(sh *memShard, sl *memSlot, fingerprint string, now int64) bool {
 	if sl.completed {
-		return now >= sl.deadline
+		return reached(now, sl.deadline)
 	}
-	return now >= sl.deadline && string(sh.fingerprint(sl)) == fingerprint
+	return reached(now, sl.deadline) && string(sh.fingerprint(sl)) == fingerprint
 }
 
 // Complete implements Store.
@@ -359,7 +359,7 @@ func (s *MemoryStore) reclaim(sh *memShard, now int64, limit int) int {
 			return deleted
 		}
 		due := s.dueAt(sl)
-		if now >= due {
+		if reached(now, due) {
 			s.delete(sh, i)
 			deleted++
 		} else if !known || due < next {
