@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/internal/testserver/storetest"
 )
 
 // startServer runs the reference server over a store of the test's own.
@@ -55,27 +56,8 @@ func TestBearerTokenIsNeverStored(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	schema := newSchema(t, dsn)
-	srv, err := testserver.New(testserver.WithStore(openStore(t, dsn, schema)),
-		testserver.WithPrincipalKey([]byte("pgstore test principal key")))
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); _ = srv.Close() })
 	const token = "tok_never_stored_4f2a"
-	for _, auth := range []string{"Bearer " + token, "", "Bearer anonymous"} {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/payments",
-			strings.NewReader(`{"amount":1,"currency":"EUR"}`))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(testserver.KeyHeader, "k-principal")
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := ts.Client().Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		require.Equal(t, http.StatusCreated, resp.StatusCode)
-		assert.Empty(t, resp.Header.Get(testserver.ReplayedHeader), "%q is a principal of its own", auth)
-	}
+	storetest.PayAsEachPrincipal(t, openStore(t, dsn, schema), token)
 	conn, err := pgx.Connect(t.Context(), testenv.DirectDSN(dsn))
 	require.NoError(t, err)
 	defer conn.Close(context.Background())

@@ -1,8 +1,6 @@
 package redisstore
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -10,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/testenv"
-	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/internal/testserver/storetest"
 )
 
 // A bearer token is stored only as its keyed hash: no key name or value
@@ -20,27 +18,8 @@ func TestBearerTokenIsNeverStored(t *testing.T) {
 	t.Parallel()
 	url := testenv.RedisURL(t)
 	prefix := newPrefix(t, url)
-	srv, err := testserver.New(testserver.WithStore(openStore(t, url, prefix)),
-		testserver.WithPrincipalKey([]byte("redisstore test principal key")))
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); _ = srv.Close() })
 	const token = "tok_never_stored_9c1e"
-	for _, auth := range []string{"Bearer " + token, "", "Bearer anonymous"} {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/v1/payments",
-			strings.NewReader(`{"amount":1,"currency":"EUR"}`))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(testserver.KeyHeader, "k-principal")
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := ts.Client().Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		require.Equal(t, http.StatusCreated, resp.StatusCode)
-		assert.Empty(t, resp.Header.Get(testserver.ReplayedHeader), "%q is a principal of its own", auth)
-	}
+	storetest.PayAsEachPrincipal(t, openStore(t, url, prefix), token)
 
 	c := rawClient(t, url)
 	ctx := t.Context()
