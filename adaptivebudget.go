@@ -20,19 +20,20 @@ const (
 	DefaultAdaptiveMinPerSecond = 10
 	// DefaultAdaptiveWindow is how far back requests and accepts count.
 	DefaultAdaptiveWindow = time.Second
-	// DefaultAdaptiveMaxDelay is the longest a retry is deferred while it
-	// waits for the tokens that coming accepts will bring.
+	// DefaultAdaptiveMaxDelay is the longest a retry waits for the token
+	// that coming accepts will bring.
 	DefaultAdaptiveMaxDelay = 10 * time.Second
 	// DefaultAdaptivePatience is how long failures without any accept are
 	// taken for a server whose successes are still on their way (a
 	// rejection comes back faster than a success), not for one that is
 	// down.
 	DefaultAdaptivePatience = 500 * time.Millisecond
-	// DefaultAdaptivePatienceDebt is the most the bucket may owe during
-	// the patience, as a multiple of the capacity: a herd's first
-	// rejections take the capacity's tokens, and the retries those
-	// tokens paid for may be rejected again, and borrow, before the
-	// herd's first success comes back.
+	// DefaultAdaptivePatienceDebt is the most retries that wait for a
+	// first accept (the most the bucket may owe then, to AllowRetry), as
+	// a multiple of the capacity: a herd's first rejections take the
+	// capacity's tokens, and the retries those tokens paid for may be
+	// rejected again, and wait, before the herd's first success comes
+	// back.
 	DefaultAdaptivePatienceDebt = 1.5
 )
 
@@ -49,13 +50,15 @@ type AdaptiveBudgetConfig struct {
 	MinPerSecond float64
 	// Window is W, how far back requests and accepts count.
 	Window time.Duration
-	// MaxDelay is D, the longest deferral for tokens.
+	// MaxDelay is D, the longest a retry waits (or is deferred) for a
+	// token.
 	MaxDelay time.Duration
 	// Patience is P, how long failures without accepts are not yet
 	// taken for a server that is down.
 	Patience time.Duration
-	// PatienceDebt is B, the most the bucket may owe during the
-	// patience; zero means DefaultAdaptivePatienceDebt times Capacity.
+	// PatienceDebt is B, the most retries that wait for a first accept
+	// (the most the bucket may owe then, to AllowRetry); zero means
+	// DefaultAdaptivePatienceDebt times Capacity.
 	PatienceDebt float64
 }
 
@@ -65,42 +68,52 @@ type AdaptiveBudgetConfig struct {
 // paces retries in the first case instead of refusing them.
 //
 // The rule, with capacity C, ratio r, floor m, window W, max delay D,
-// patience P and patience debt B (1.5 C by default):
+// patience P and patience debt B (1.5 C by default), as the Client
+// applies it:
 //
 //   - A token bucket of at most C tokens, full at the start. Each accepted
 //     attempt adds r tokens (gRPC retry throttling's token_ratio), and m
 //     tokens are added every second whatever happens (Finagle's
-//     minRetriesPerSec). Each retry costs one token.
-//   - A retry that finds a token is granted at once, with the backoff's
-//     wait.
-//   - A retry that finds none is refused when the last W saw no accepted
-//     attempt, over at least P: the server is down, so it costs at most
-//     one attempt per call beyond C plus m retries per second. Watched
-//     for less than P, the retry is granted and deferred by what is left
-//     of P, as long as the bucket owes no more than B: a rejection comes
-//     back faster than a success, so a herd's first failures arrive
-//     before its first successes. Until the first success is seen, a
-//     herd may thus make C + B retries, and an outage costs at most
-//     C + B retries before the floor's m a second (which repays that
-//     debt first). C + B count retries, not callers: a retry granted
-//     from the full bucket at once can be rejected again, and borrow
-//     again, before the first success comes back (sooner still on a
-//     starved CPU), so B exceeds C by half: a herd of 2C callers released
-//     at once is then not refused for a slow first success, and an
-//     outage costs 2.5 C retries.
-//   - Otherwise (overload: some attempts are accepted) the retry borrows
-//     the token, so the bucket goes below zero, and is deferred until the
-//     refill should have repaid the debt: debt / (r·a + m), a being the
-//     accepted attempts per second over the last W. It is refused only
-//     when that is beyond D or the call's deadline. Retries then reach the
-//     server at about r times the rate it accepts (Google SRE's
-//     client-side throttling keeps requests within K = 2 times the
-//     accepts: r = 1 is that K), so a herd drains at the server's pace
-//     with no caller starved, and in the long run retries stay within r
-//     per success plus m per second (Finagle's percentage and floor).
+//     minRetriesPerSec). Each retry costs one token, taken when its
+//     backoff has passed, just before it is sent.
+//   - Down: when an attempt fails, the bucket is empty and the last W saw
+//     no accepted attempt, over at least P, the retry is refused at once.
+//     An outage thus costs at most one attempt per call beyond C, plus m
+//     retries per second.
+//   - A retry that finds a token, with no other retry waiting, goes.
+//   - Otherwise it waits for a token, first come first served: each
+//     accept hands its r tokens to the retries waiting longest, and the
+//     floor its m a second. Retries thus reach an overloaded server at the
+//     rate it accepts them, each one as an earlier request leaves (the
+//     accepts clock the retries, as acknowledgements clock TCP's
+//     segments), so a herd drains at the server's pace with no caller
+//     starved and few retries rejected again, and in the long run retries
+//     stay within r per success plus m per second (Finagle's percentage
+//     and floor; r = 1 keeps requests within twice the accepts, Google
+//     SRE's K = 2). A waiting retry is refused when it has waited D, at
+//     its call's deadline, or when the server turns out down (the last W
+//     then saw no accept, over at least P).
+//   - Too early to tell: a rejection comes back faster than a success, so
+//     a herd's first failures arrive before its first successes. A retry
+//     that waits while nothing has been accepted yet is held until the
+//     first accept, or refused when P passes without one: the retries of
+//     an outage are never sent. At most B retries wait so; one more is
+//     refused. B exceeds C by half: a retry granted from the full bucket
+//     at once can be rejected again, and wait, before the first success
+//     comes back (sooner still on a starved CPU), so a herd of 2C callers
+//     released at once is not refused for a slow first success.
 //
-// A nil *AdaptiveBudget is unlimited. State shows the bucket and the
-// window, for metrics.
+// AllowRetry, the RetryBudget method for callers other than the Client,
+// cannot wait for tokens: it decides at once, with the same bucket and
+// window. A retry without a token is refused when the server is down; in
+// overload it borrows the token, the bucket going below zero, and is
+// deferred until the refill should repay the debt, debt / (r·a + m), a
+// being the accepted attempts per second over the last W (refused beyond
+// D or the deadline); too early to tell, it borrows and is deferred by
+// what is left of P, as long as the bucket owes no more than B.
+//
+// A nil *AdaptiveBudget is unlimited. State shows the bucket, the
+// waiting retries and the window, for metrics.
 type AdaptiveBudget struct {
 	mu       sync.Mutex
 	cfg      AdaptiveBudgetConfig
@@ -108,7 +121,12 @@ type AdaptiveBudget struct {
 	tokens   float64
 	epoch    time.Time // the first event; zero before it
 	refilled time.Time // when the floor last added tokens
-	slices   [budgetSlices]budgetSlice
+	// lastAccept is the latest accepted attempt; zero before any.
+	lastAccept time.Time
+	// waiters are the Client's retries waiting for a token, oldest
+	// first (adaptivewait.go).
+	waiters []*tokenWaiter
+	slices  [budgetSlices]budgetSlice
 }
 
 // budgetSlices is how many slices the window is cut into: counts expire a
@@ -164,7 +182,8 @@ func durationOrDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// AllowRetry implements RetryBudget with the rule of AdaptiveBudget.
+// AllowRetry implements RetryBudget with the rule of AdaptiveBudget for
+// callers that cannot wait for a token (see its last paragraph).
 func (b *AdaptiveBudget) AllowRetry(now time.Time, wait, limit time.Duration) (time.Duration, bool) {
 	if b == nil {
 		return wait, true
@@ -218,7 +237,14 @@ func (b *AdaptiveBudget) Accepted(now time.Time) {
 	s := b.advance(now)
 	s.requests++
 	s.accepts++
-	b.tokens = min(b.tokens+b.cfg.Ratio, b.cfg.Capacity)
+	if now.After(b.lastAccept) {
+		b.lastAccept = now
+	}
+	// Waiting retries take the accept's tokens before the cap applies:
+	// even a bucket of capacity zero passes them on.
+	b.tokens += b.cfg.Ratio
+	b.handOut(now)
+	b.tokens = min(b.tokens, b.cfg.Capacity)
 }
 
 // advance adds the floor's tokens up to now and returns now's slice,
@@ -228,7 +254,7 @@ func (b *AdaptiveBudget) advance(now time.Time) *budgetSlice {
 		b.epoch, b.refilled = now, now
 	}
 	if dt := now.Sub(b.refilled); dt > 0 {
-		b.tokens = min(b.tokens+b.cfg.MinPerSecond*dt.Seconds(), b.cfg.Capacity)
+		b.tokens = min(b.tokens+b.cfg.MinPerSecond*dt.Seconds(), b.floorCap())
 		b.refilled = now
 	}
 	idx := b.sliceIndex(now)
@@ -237,6 +263,16 @@ func (b *AdaptiveBudget) advance(now time.Time) *budgetSlice {
 		*s = budgetSlice{index: idx, first: now}
 	}
 	return s
+}
+
+// floorCap is the most the floor fills the bucket to: its capacity, or
+// one token while retries wait for it, so that even a bucket of capacity
+// zero funds its floor's retries. The caller holds b.mu.
+func (b *AdaptiveBudget) floorCap() float64 {
+	if len(b.waiters) > 0 {
+		return max(b.cfg.Capacity, 1)
+	}
+	return b.cfg.Capacity
 }
 
 // sliceIndex is the number of the slice now falls in; a clock that went
@@ -317,6 +353,8 @@ type AdaptiveBudgetState struct {
 	// Down is true when the window saw attempts and none accepted: an
 	// empty bucket then refuses retries instead of deferring them.
 	Down bool
+	// Waiting counts the Client's retries waiting for a token.
+	Waiting int
 }
 
 // State returns the budget as of now (time.Now() for metrics); the
@@ -335,7 +373,8 @@ func (b *AdaptiveBudget) State(now time.Time) AdaptiveBudgetState {
 	st := AdaptiveBudgetState{
 		Tokens: tokens, Ratio: b.cfg.Ratio,
 		Requests: w.requests, Accepts: w.accepts, Retries: w.retries, Refused: w.refused,
-		Down: w.requests > 0 && w.accepts == 0,
+		Down:    w.requests > 0 && w.accepts == 0,
+		Waiting: len(b.waiters),
 	}
 	if w.accepts > 0 {
 		st.AcceptRate = w.acceptRate(now)

@@ -150,11 +150,12 @@
 // 5 attempts per call, backoff base 100 ms and cap 10 s, Retry-After
 // ceiling 60 s, an adaptive retry budget (AdaptiveBudget: a bucket of 100
 // retries, refilled by one per accepted attempt and by 10 a second; when
-// it is empty a retry waits for the tokens the server's accepts will bring
-// if the last second saw any, and is refused if it saw none (after half a
-// second of patience, during which it lends up to 150), so an
-// overloaded server is retried at its own pace and a server that is down
-// costs one attempt per call plus 10 a second; WithBudget(NewBudget(...))
+// it is empty a retry waits, after its backoff, for the token the next
+// accept brings if the last second saw any, and is refused if it saw none
+// (after half a second of patience, during which up to 150 retries are
+// held, unsent, for a first accept), so an overloaded server is retried
+// at the pace it accepts and a server that is down costs one attempt per
+// call plus 10 a second; WithBudget(NewBudget(...))
 // restores a fixed bucket), key retention 24 h, polling every 1 s for at most 30 s, a 1 min grace for an
 // operation not found yet, a pooled HTTP client
 // with a 30 s per-attempt timeout, and no logging. When a logger is given,

@@ -37,19 +37,50 @@ func budgetAccepted(b RetryBudget, now time.Time) {
 	}
 }
 
-// budgetRetry asks b for a retry after wait, within ctx's deadline; a nil
-// budget grants every retry as it is.
-func budgetRetry(ctx context.Context, b RetryBudget, now time.Time, wait time.Duration) (time.Duration, bool) {
-	if b == nil {
-		return wait, true
+// budgetRetry asks b, as an attempt fails, for a retry after wait within
+// ctx's deadline, and returns the wait to use, or ErrBudgetExhausted. A
+// nil budget grants every retry as it is. An *AdaptiveBudget is only
+// asked here whether the server is down (see refuseAtOnce); its token is
+// taken by budgetAcquire, once the wait has passed.
+func budgetRetry(ctx context.Context, b RetryBudget, now time.Time, wait time.Duration) (time.Duration, error) {
+	switch ab := b.(type) {
+	case nil:
+		return wait, nil
+	case *AdaptiveBudget:
+		if ab == nil {
+			return wait, nil
+		}
+		if ab.refuseAtOnce(now) {
+			return 0, ErrBudgetExhausted
+		}
+		return wait, nil
 	}
-	var limit time.Duration
+	if got, ok := b.AllowRetry(now, wait, deadlineLimit(ctx, now)); ok {
+		return got, nil
+	}
+	return 0, ErrBudgetExhausted
+}
+
+// budgetAcquire is the second half of an *AdaptiveBudget's decision,
+// made just before the retry is sent: it takes the retry's token, waiting
+// for one when the bucket is empty (see AdaptiveBudget). It returns nil,
+// ErrBudgetExhausted, or ctx's error. Other budgets decided in
+// budgetRetry.
+func budgetAcquire(ctx context.Context, b RetryBudget, clock func() time.Time) error {
+	if ab, ok := b.(*AdaptiveBudget); ok && ab != nil {
+		return ab.acquire(ctx, clock)
+	}
+	return nil
+}
+
+// deadlineLimit is the time left before ctx's deadline at now, for a
+// budget's limit: 0 for none. nextWait already refused a wait reaching
+// the deadline, so it is positive when there is one.
+func deadlineLimit(ctx context.Context, now time.Time) time.Duration {
 	if deadline, ok := ctx.Deadline(); ok {
-		// nextWait already refused a wait reaching the deadline, so
-		// limit is positive here.
-		limit = max(deadline.Sub(now), time.Nanosecond)
+		return max(deadline.Sub(now), time.Nanosecond)
 	}
-	return b.AllowRetry(now, wait, limit)
+	return 0
 }
 
 // Budget returns the client's retry budget (nil when unlimited), for

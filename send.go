@@ -109,6 +109,10 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		Backoff:      p.backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		PrepareRetry: func(r *http.Request) error {
+			if err := budgetAcquire(ctx, c.cfg.budget, c.cfg.now); err != nil {
+				st.budgetRefused = true
+				return err
+			}
 			err := c.prepareAttempt(ctx, r, cl, false)
 			st.prepareFailed = err != nil
 			if err == nil {
@@ -123,6 +127,14 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 	switch {
 	case err == nil:
 		return res
+	case st.budgetRefused:
+		// Refused after the wait: the answer kept before it comes back
+		// with the give-up.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		res.resp = p.kept
+		res.stop = err
 	case st.prepareFailed:
 		// The last response was drained before the retry was prepared.
 		if resp != nil {
@@ -149,6 +161,7 @@ type sendState struct {
 	req           retryablehttp.Request
 	rc            retryablehttp.Client
 	prepareFailed bool
+	budgetRefused bool
 }
 
 // prepareAttempt sets the headers of one attempt: the base set, the
@@ -279,14 +292,16 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	if werr != nil {
 		return p.stop(werr)
 	}
-	wait, ok := budgetRetry(ctx, p.c.cfg.budget, now, wait)
-	if !ok {
-		return p.stop(ErrBudgetExhausted)
-	}
-	p.wait = wait
 	if resp != nil {
+		// Read before the budget may hold the retry, so the connection
+		// goes back to the pool meanwhile.
 		p.kept = keepRetried(resp)
 	}
+	wait, berr := budgetRetry(ctx, p.c.cfg.budget, now, wait)
+	if berr != nil {
+		return p.stop(berr)
+	}
+	p.wait = wait
 	return true, nil
 }
 
