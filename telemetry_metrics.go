@@ -133,12 +133,17 @@ func (cm *clientMetrics) fillNoops() {
 // observeAdaptiveBudget registers the gauges of an AdaptiveBudget's state.
 func (cm *clientMetrics) observeAdaptiveBudget(m metric.Meter, b *AdaptiveBudget) error {
 	tokens, err := m.Float64ObservableGauge("idem.client.retry_budget.tokens", metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens in the retry budget; below zero, retries deferred against accepts to come."))
+		metric.WithDescription("Tokens in the retry budget; below zero, owed by retries deferred through AllowRetry."))
 	if err != nil {
 		return err
 	}
 	down, err := m.Int64ObservableGauge("idem.client.retry_budget.down",
 		metric.WithDescription("1 when the budget's window saw attempts and none accepted (retries refused, not deferred)."))
+	if err != nil {
+		return err
+	}
+	waiting, err := m.Int64ObservableGauge("idem.client.retry_budget.waiting", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries waiting for a token of the retry budget."))
 	if err != nil {
 		return err
 	}
@@ -150,8 +155,9 @@ func (cm *clientMetrics) observeAdaptiveBudget(m metric.Meter, b *AdaptiveBudget
 			isDown = 1
 		}
 		o.ObserveInt64(down, isDown)
+		o.ObserveInt64(waiting, int64(st.Waiting))
 		return nil
-	}, tokens, down)
+	}, tokens, down, waiting)
 	return err
 }
 

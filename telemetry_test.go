@@ -341,6 +341,31 @@ func TestTelemetryAdaptiveBudgetGauge(t *testing.T) {
 	assert.False(t, hasMetric(rm, "idem.client.retry_budget.tokens"), "a closed Client stops reporting its budget")
 }
 
+// A retry waiting for a token of the adaptive budget shows on its gauge.
+func TestTelemetryAdaptiveBudgetWaitingGauge(t *testing.T) {
+	t.Parallel()
+	rec, opts := withRecordedTelemetry(t)
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, MinPerSecond: -1})
+	c, err := New(append(opts, WithBudget(b))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	waitingNow := func() int64 {
+		g, ok := findMetric(t, rec.metrics(t), "idem.client.retry_budget.waiting").Data.(metricdata.Gauge[int64])
+		require.True(t, ok)
+		require.Len(t, g.DataPoints, 1)
+		return g.DataPoints[0].Value
+	}
+	assert.Zero(t, waitingNow())
+	b.Accepted(time.Now())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := acquireAsync(ctx, b)
+	waitForWaiters(t, b, 1)
+	assert.Equal(t, int64(1), waitingNow())
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Zero(t, waitingNow())
+}
+
 // An answer "in progress" (409: another client is running the same key)
 // and one "key reused" (422: the key belongs to another payload) are both
 // counted as key conflicts.
