@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -49,7 +50,7 @@ func (b *AdaptiveBudget) down(now time.Time) bool {
 func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) error {
 	b.mu.Lock()
 	now := clock()
-	start := now
+	start, realStart := now, time.Now()
 	s := b.advance(now)
 	s.requests++
 	var me *tokenWaiter
@@ -61,7 +62,10 @@ func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) er
 			b.mu.Unlock()
 			return nil
 		}
-		wake, refused := b.waitBound(ctx, now, start, me)
+		// The wait is bounded on the real clock too: a clock that stands
+		// still (a test's) never ends the patience, but MaxDelay does.
+		waited := max(now.Sub(start), time.Since(realStart))
+		wake, refused := b.waitBound(ctx, now, waited, me)
 		if refused {
 			b.leave(me)
 			b.advance(now).refused++
@@ -91,6 +95,12 @@ func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) er
 		}
 		if err != nil {
 			b.leave(me)
+			if errors.Is(err, context.DeadlineExceeded) {
+				// No token came before the deadline: the budget's refusal,
+				// as when the deadline is seen before the wait.
+				b.advance(clock()).refused++
+				err = ErrBudgetExhausted
+			}
 			b.mu.Unlock()
 			return err
 		}
@@ -99,12 +109,12 @@ func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) er
 	}
 }
 
-// waitBound is how long the retry me (nil: one about to join the queue)
-// sleeps before it looks again, unless a token is handed to it first; or
+// waitBound is how long the retry me (nil: one about to join the queue),
+// which has waited for waited, sleeps before it looks again, unless a token is handed to it first; or
 // refused when it must give up now: the server is down, it has waited
 // MaxDelay, ctx's deadline is reached, or it would join PatienceDebt
 // retries already waiting for a first accept. The caller holds b.mu.
-func (b *AdaptiveBudget) waitBound(ctx context.Context, now, start time.Time, me *tokenWaiter) (time.Duration, bool) {
+func (b *AdaptiveBudget) waitBound(ctx context.Context, now time.Time, waited time.Duration, me *tokenWaiter) (time.Duration, bool) {
 	joining := me == nil
 	w := b.window(now)
 	var wake time.Duration
@@ -122,7 +132,6 @@ func (b *AdaptiveBudget) waitBound(ctx context.Context, now, start time.Time, me
 		// after it, the server is then down.
 		wake = b.lastAccept.Add(b.cfg.Window).Sub(now)
 	}
-	waited := now.Sub(start)
 	if waited >= b.cfg.MaxDelay {
 		return 0, true
 	}

@@ -131,6 +131,16 @@ func TestAcquireBoundsItsWait(t *testing.T) {
 	})
 }
 
+// A clock that stands still never ends the patience; the wait is still
+// bounded, by MaxDelay on the real clock.
+func TestAcquireWithAStoppedClockIsBounded(t *testing.T) {
+	t.Parallel()
+	b := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: -1, MinPerSecond: -1, Patience: 5 * ms, PatienceDebt: 1, MaxDelay: 30 * ms})
+	stopped := func() time.Time { return t0 }
+	require.ErrorIs(t, b.acquire(context.Background(), stopped), ErrBudgetExhausted)
+	assert.Zero(t, b.State(t0).Waiting)
+}
+
 // Before a first accept, at most PatienceDebt retries are held.
 func TestAcquireHoldsAtMostPatienceDebt(t *testing.T) {
 	t.Parallel()
