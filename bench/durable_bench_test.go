@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/keystore"
 )
@@ -48,4 +51,49 @@ func BenchmarkCallDurable(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCallDurableFloor compares one durable idem call, Begin then Do
+// on the bbolt keystore (fdatasync on), with its floor: one raw bbolt
+// Update (default options, so fdatasync on commit) of a record of the
+// same size under a fresh UUID, then the same POST through net/http with
+// that UUID as its key. Both write to the same disk and call the same
+// in-process reference server; the ratio is what idem adds to "write the
+// key down durably, then send".
+func BenchmarkCallDurableFloor(b *testing.B) {
+	srv := newPaymentServer(b)
+	url := srv.URL + "/v1/payments"
+	hc := srv.Client()
+	ctx := context.Background()
+	b.Run("op=bolt-update+post", func(b *testing.B) {
+		db, bucket := openRawBolt(b)
+		value := floorRecord(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			key := uuid.NewString()
+			if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), value) }); err != nil {
+				b.Fatal(err)
+			}
+			req := newPaymentRequest(b, url)
+			req.Header.Set("Idempotency-Key", key)
+			resp, err := hc.Do(req)
+			finish(b, resp, err)
+		}
+	})
+	b.Run("op=idem-bbolt", func(b *testing.B) {
+		c, err := idem.New(idem.WithHTTPClient(hc), idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		b.ReportAllocs()
+		for b.Loop() {
+			in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp, err := c.Do(ctx, in)
+			finish(b, resp, err)
+		}
+	})
 }

@@ -73,6 +73,10 @@ type Bolt struct {
 	// bolt_log.go); foldAt is the log size that starts a fold.
 	log    logIndex
 	foldAt int
+
+	// adopted keeps the records AdoptCreate took over for GetShared
+	// (bolt_share.go).
+	adopted adoptedSet
 }
 
 var (
@@ -103,7 +107,7 @@ func (b *Bolt) Path() string { return b.path }
 // Creates of one name store exactly one record. A key already stored is
 // ErrDuplicateKey.
 func (b *Bolt) Create(ctx context.Context, r *Record) (*Record, bool, error) {
-	existing, created, err := b.AdoptCreate(ctx, r)
+	existing, created, err := b.create(ctx, r, false)
 	if created {
 		existing = r.Clone()
 	}
@@ -112,8 +116,13 @@ func (b *Bolt) Create(ctx context.Context, r *Record) (*Record, bool, error) {
 
 // AdoptCreate is Create without the copy of r returned as existing: the
 // file holds an encoding of r, so when it creates the record existing is r
-// itself (see Adopter). b never keeps r.
+// itself (see Adopter). b keeps r for GetShared until a write of its key.
 func (b *Bolt) AdoptCreate(ctx context.Context, r *Record) (existing *Record, created bool, err error) {
+	return b.create(ctx, r, true)
+}
+
+// create is Create; with adopt, r is kept for GetShared (see adoptedSet).
+func (b *Bolt) create(ctx context.Context, r *Record, adopt bool) (existing *Record, created bool, err error) {
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
@@ -138,6 +147,10 @@ func (b *Bolt) AdoptCreate(ctx context.Context, r *Record) (existing *Record, cr
 		return nil, false, err
 	}
 	key, name := []byte(r.Key), []byte(r.Name)
+	if adopt {
+		entry := b.adopted.add(r)
+		defer func() { b.adopted.settle(entry, created) }()
+	}
 	err = b.writes.submit(ctx, func(tx *bolt.Tx) (bool, error) {
 		existing, created = nil, false
 		if len(name) > 0 {
@@ -256,6 +269,7 @@ func (b *Bolt) Update(ctx context.Context, r *Record) error {
 	if err != nil {
 		return err
 	}
+	b.adopted.drop(r.Key)
 	if err := b.writes.submit(ctx, b.updateApply(r.Key, r.Name, r.State, data)); err != nil {
 		return err
 	}
@@ -359,6 +373,7 @@ func (b *Bolt) Close() error {
 		return ErrClosed
 	}
 	b.closed = true
+	b.adopted.clear()
 	derr := b.closeDeferred()
 	if err := b.fold(); err != nil && derr == nil {
 		derr = err // the log stays, read again at the next open
@@ -422,6 +437,7 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 		return total, err
 	}
 	defer release()
+	b.adopted.clear() // records it replaces must not be handed out again
 	// Purge judges bucketRecords: fold the log into it first.
 	if err := b.fold(); err != nil {
 		return total, err

@@ -50,9 +50,13 @@ func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
 	// order they were checked.
 	cur, ok := d.data[r.Key]
 	var sum recordSummary
-	if ok {
+	switch adopted := b.adopted.get(r.Key); {
+	case ok:
 		sum, err = decodeSummary(r.Key, cur.data)
-	} else {
+	case adopted != nil:
+		// No write since its create: the file holds this record.
+		sum = recordSummary{Name: adopted.Name, State: adopted.State}
+	default:
 		sum, err = b.storedSummary(r.Key)
 	}
 	if err != nil {
@@ -64,6 +68,7 @@ func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
 	if !mayRewrite(sum.State, r.State) {
 		return settled(r.Key, sum.State, r.State)
 	}
+	b.adopted.drop(r.Key)
 	w := &deferredWrite{data: data}
 	if d.data == nil {
 		d.data = map[string]*deferredWrite{}

@@ -2,6 +2,7 @@ package keystore_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,13 +12,41 @@ import (
 	"github.com/idemkit/idem/keystore"
 )
 
+// sharingStore is a store that adopts and shares records.
+type sharingStore interface {
+	keystore.Store
+	keystore.Adopter
+	keystore.Sharer
+}
+
+// sharingStores are the keystores that share what they adopted.
+var sharingStores = []struct {
+	name string
+	open func(t *testing.T) sharingStore
+}{
+	{"memory", func(*testing.T) sharingStore { return keystore.NewMemory() }},
+	{"bolt", func(t *testing.T) sharingStore {
+		b, err := keystore.OpenBolt(filepath.Join(t.TempDir(), "keys.db"), nil)
+		require.NoError(t, err)
+		return b
+	}},
+}
+
 // An adopted record is handed out by GetShared as it was handed over,
 // until a write replaces it; Get, GetByName and List still copy it.
-func TestMemoryGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T) {
+func TestGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T) {
 	t.Parallel()
+	for _, st := range sharingStores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t, st.open(t))
+		})
+	}
+}
+
+func testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T, m sharingStore) {
 	ctx := context.Background()
-	m := keystore.NewMemory()
-	now := time.Now()
+	now := time.Now().UTC().Truncate(time.Second) // as a decoded copy reads it back
 	r := &keystore.Record{
 		Key: "k-shared", Name: "n-shared", Method: "POST", URL: "https://example.test/pay",
 		Header: map[string][]string{"Content-Type": {"application/json"}},
@@ -68,11 +97,19 @@ func TestMemoryGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T) {
 }
 
 // Purge sees an adopted record as it sees an encoded one.
-func TestMemoryPurgeTombstonesAnAdoptedRecord(t *testing.T) {
+func TestPurgeTombstonesAnAdoptedRecord(t *testing.T) {
 	t.Parallel()
+	for _, st := range sharingStores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			testPurgeTombstonesAnAdoptedRecord(t, st.open(t))
+		})
+	}
+}
+
+func testPurgeTombstonesAnAdoptedRecord(t *testing.T, m sharingStore) {
 	ctx := context.Background()
-	m := keystore.NewMemory()
-	now := time.Now()
+	now := time.Now().UTC().Truncate(time.Second) // as a decoded copy reads it back
 	r := &keystore.Record{
 		Key: "k-purge", Name: "n-purge", Method: "POST", URL: "https://example.test/pay", Body: []byte("x"),
 		Fingerprint: "f", State: keystore.Succeeded, CreatedAt: now, UpdatedAt: now.Add(-time.Hour),
@@ -88,4 +125,49 @@ func TestMemoryPurgeTombstonesAnAdoptedRecord(t *testing.T) {
 	assert.False(t, got.Purged.IsZero())
 	assert.Empty(t, got.Body)
 	assert.Equal(t, "x", string(r.Body), "the adopted record is never modified")
+}
+
+// A record made by Create (which copies) is never shared, and a deferred
+// write replaces the adopted record as an Update does.
+func TestBoltSharesOnlyAdoptedRecordsAndDropsThemOnADeferredWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := keystore.OpenBolt(filepath.Join(t.TempDir(), "keys.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	now := time.Now().UTC().Truncate(time.Second) // as a decoded copy reads it back
+	rec := func(key string) *keystore.Record {
+		return &keystore.Record{Key: key, Method: "POST", URL: "https://example.test/pay", Body: []byte(`{"amount":1}`),
+			Fingerprint: "f", State: keystore.Pending, CreatedAt: now, UpdatedAt: now}
+	}
+	copied := rec("k-copied")
+	_, _, err = b.Create(ctx, copied)
+	require.NoError(t, err)
+	got, err := b.GetShared(ctx, copied.Key)
+	require.NoError(t, err)
+	assert.NotSame(t, copied, got, "Create keeps no reference to the caller's record")
+
+	adopted := rec("k-adopted")
+	_, _, err = b.AdoptCreate(ctx, adopted)
+	require.NoError(t, err)
+	got, err = b.GetShared(ctx, adopted.Key)
+	require.NoError(t, err)
+	assert.Same(t, adopted, got)
+	settled := adopted.Clone()
+	settled.State, settled.UpdatedAt = keystore.Succeeded, now.Add(time.Second)
+	settled.Response = &keystore.Response{Status: 201, Body: []byte("ok")}
+	require.NoError(t, b.UpdateDeferred(ctx, settled))
+	got, err = b.GetShared(ctx, adopted.Key)
+	require.NoError(t, err)
+	assert.NotSame(t, adopted, got)
+	assert.Equal(t, keystore.Succeeded, got.State, "the deferred write, not the adopted record")
+	assert.Equal(t, keystore.Pending, adopted.State, "the adopted record is never modified")
+
+	// A deferred write still checks against the record as created.
+	again := rec("k-again")
+	_, _, err = b.AdoptCreate(ctx, again)
+	require.NoError(t, err)
+	renamed := again.Clone()
+	renamed.Name = "another"
+	require.Error(t, b.UpdateDeferred(ctx, renamed), "a name belongs to its intent for life")
 }
