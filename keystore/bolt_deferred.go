@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var _ Deferrer = (*Bolt)(nil)
+var _ QuickDeferrer = (*Bolt)(nil)
 
 // deferredSet holds the deferred writes of a Bolt that are not committed
 // yet, so reads in this process see them at once.
@@ -31,20 +31,51 @@ type deferredWrite struct{ data []byte }
 // commit; a write the commit refuses (a concurrent writer changed the
 // record) is dropped and reported by Close.
 func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
+	_, err := b.updateDeferred(ctx, r, false)
+	return err
+}
+
+// TryUpdateDeferred implements QuickDeferrer: UpdateDeferred when its
+// checks can be made against a record this process holds (one created
+// with AdoptCreate, or deferred, and not written since) and no lock is
+// held by a call that may be doing I/O. Otherwise it does nothing and
+// reports done false.
+func (b *Bolt) TryUpdateDeferred(ctx context.Context, r *Record) (done bool, err error) {
+	return b.updateDeferred(ctx, r, true)
+}
+
+// updateDeferred is UpdateDeferred; with quick, it gives up (done false,
+// nothing changed) rather than read the file or wait for a lock.
+func (b *Bolt) updateDeferred(ctx context.Context, r *Record, quick bool) (done bool, err error) {
 	if err := checkWrite(ctx, "update", r); err != nil {
-		return err
+		return true, err
 	}
-	release, err := b.enter()
-	if err != nil {
-		return err
-	}
-	defer release()
-	data, err := encodeRecord(r)
-	if err != nil {
-		return err
+	if quick {
+		// Close holds closeMu while it commits and folds: that is I/O.
+		if !b.closeMu.TryRLock() {
+			return false, nil
+		}
+		if b.closed {
+			b.closeMu.RUnlock()
+			return true, ErrClosed
+		}
+		defer b.closeMu.RUnlock()
+	} else {
+		release, err := b.enter()
+		if err != nil {
+			return true, err
+		}
+		defer release()
 	}
 	d := &b.deferred
-	d.mu.Lock()
+	if quick {
+		// Another deferred write may hold d.mu while it reads the file.
+		if !d.mu.TryLock() {
+			return false, nil
+		}
+	} else {
+		d.mu.Lock()
+	}
 	defer d.mu.Unlock()
 	// Checked under d.mu, so two deferred writes of one key queue in the
 	// order they were checked.
@@ -56,17 +87,23 @@ func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
 	case adopted != nil:
 		// No write since its create: the file holds this record.
 		sum = recordSummary{Name: adopted.Name, State: adopted.State}
+	case quick:
+		return false, nil
 	default:
 		sum, err = b.storedSummary(r.Key)
 	}
 	if err != nil {
-		return err
+		return true, err
 	}
 	if sum.Name != r.Name {
-		return nameChanged(r.Key, sum.Name, r.Name)
+		return true, nameChanged(r.Key, sum.Name, r.Name)
 	}
 	if !mayRewrite(sum.State, r.State) {
-		return settled(r.Key, sum.State, r.State)
+		return true, settled(r.Key, sum.State, r.State)
+	}
+	data, err := encodeRecord(r)
+	if err != nil {
+		return true, err
 	}
 	b.adopted.drop(r.Key)
 	w := &deferredWrite{data: data}
@@ -79,7 +116,7 @@ func (b *Bolt) UpdateDeferred(ctx context.Context, r *Record) error {
 	if d.timer == nil {
 		d.timer = time.AfterFunc(b.deferDelay, b.flushDeferred)
 	}
-	return nil
+	return true, nil
 }
 
 // storedSummary reads the summary of the record stored under key.

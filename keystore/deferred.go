@@ -31,3 +31,21 @@ type Deferrer interface {
 	// the store's next commit (see Deferrer).
 	UpdateDeferred(ctx context.Context, r *Record) error
 }
+
+// QuickDeferrer is offered by Deferrers that can often make a deferred
+// write without waiting on anything: no disk read, no lock held by a call
+// that may be doing I/O. A caller that bounds every write with a timer
+// and a goroutine of its own (idem's write grace) may try the quick form
+// on its own goroutine first, and bound only the writes it declines.
+//
+// Use it through a type assertion:
+//
+//	if q, ok := store.(keystore.QuickDeferrer); ok { done, err := q.TryUpdateDeferred(ctx, r) ... }
+type QuickDeferrer interface {
+	Deferrer
+	// TryUpdateDeferred is UpdateDeferred made only when it can be made
+	// at once. When done is false nothing was done, and err is nil: the
+	// caller makes the write with UpdateDeferred. When done is true, err
+	// is UpdateDeferred's outcome.
+	TryUpdateDeferred(ctx context.Context, r *Record) (done bool, err error)
+}
