@@ -118,7 +118,7 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	// keep it as it is; an Accepted one is still changed by polling and
 	// is copied.
 	if rec.State != Accepted {
-		err = c.write(ctx, c.storeSettled, rec)
+		err = c.writeSettled(ctx, rec)
 	} else {
 		err = c.write(ctx, c.update, rec)
 	}

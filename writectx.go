@@ -61,6 +61,24 @@ func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.R
 	return nil
 }
 
+// writeSettled stores a settled rec with storeSettled within the write
+// grace. A keystore.QuickDeferrer is first asked to take the deferred
+// write at once on this goroutine, which it does only when nothing in it
+// can wait on I/O; the writes it declines are bounded as write bounds
+// them.
+func (c *Client) writeSettled(ctx context.Context, rec *keystore.Record) error {
+	if q, ok := c.store.(keystore.QuickDeferrer); ok && rec.State.Settled() && ctx.Value(heldClaimKey{}) == nil {
+		done, err := q.TryUpdateDeferred(context.WithoutCancel(ctx), rec)
+		switch {
+		case done && err != nil:
+			return &storeWriteError{err: err}
+		case done:
+			return nil
+		}
+	}
+	return c.write(ctx, c.storeSettled, rec)
+}
+
 // storeWriteError marks a failed keystore write, so Do shows the caller
 // the intent as the keystore holds it rather than as the write would
 // have left it.
