@@ -86,13 +86,14 @@ type Intent struct {
 	// dropped); zero for a whole record.
 	Purged time.Time
 
-	// begun is the record Begin built, fingerprinted and handed to the
-	// keystore (keystore.Adopter) when it created the intent; nil
-	// otherwise. Set before the Intent is returned and never changed, so
-	// concurrent Do calls read it without a lock. Do skips the integrity
-	// check for the record the keystore hands back only when it is this
-	// very one (see checkIntegrity).
-	begun *keystore.Record
+	// begun holds the record Begin built, fingerprinted and handed to the
+	// keystore (keystore.Adopter) when it created the intent, and what it
+	// was derived from; nil otherwise. Set before the Intent is returned
+	// and never changed, so concurrent Do calls read it without a lock. Do
+	// skips the integrity check (and the URL parse and principal of the
+	// first attempt) for the record the keystore hands back only when it
+	// is this very one (see checkIntegrity, begunIntent).
+	begun *begunIntent
 }
 
 func intentFromRecord(r *keystore.Record) *Intent {
@@ -227,7 +228,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	}
 	in := intentFromRecord(rec)
 	if created && existing == rec {
-		in.begun = rec // built and fingerprinted above, and adopted as it is
+		in.begun = newBegunIntent(rec, req.URL, params, secrets) // built and fingerprinted above, and adopted as it is
 	}
 	return in, nil
 }

@@ -22,23 +22,26 @@ import (
 // Client began it, or saw its every attempt answered "not executed", and
 // nothing was sent since: another process may have sent it before a crash
 // that kept it from recording so.
-func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, fingerprinted bool) (*http.Response, error) {
-	if !fingerprinted {
+//
+// begun, when not nil, is what Begin built for rec (see begunIntent).
+func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Response, error) {
+	if begun == nil {
 		if err := c.checkIntegrity(rec); err != nil {
 			return nil, err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
+	req, err := attemptRequest(ctx, rec, begun)
 	if err != nil {
-		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
+		return nil, err
 	}
 	if rec.Host != "" {
 		req.Host = rec.Host
 	}
-	withSecretParams(req, c.params.get(rec.Key))
+	secrets, params := c.secrets.get(rec.Key), c.params.get(rec.Key)
+	withSecretParams(req, params)
 	// The first attempt may send this header itself (ownHeader), so it
 	// shares no value slice with the record or the kept secrets.
-	req.Header = mergeHeaders(rec.Header, c.secrets.get(rec.Key))
+	req.Header = mergeHeaders(rec.Header, secrets)
 	doubt := rec.MayHaveExecuted || !c.unsent.take(rec.Key)
 	res := c.send(ctx, &call{
 		req:       req,
@@ -50,9 +53,10 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, fingerpr
 		client:    c.sender,
 		doubt:     doubt,
 
-		checkPrincipal: true,
-		principal:      rec.Principal,
-		secretNames:    rec.SecretHeaders,
+		checkPrincipal:  true,
+		principal:       rec.Principal,
+		secretNames:     rec.SecretHeaders,
+		principalProven: c.provesPrincipal(begun, secrets, params),
 	})
 	rec.Attempts += res.attempts
 	rec.UpdatedAt = c.cfg.now()

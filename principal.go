@@ -154,7 +154,7 @@ func (c *Client) checkCredentials(req *http.Request, cl *call) error {
 			return fmt.Errorf("%w: %s is not set (the intent was begun with it); give it again with a Begin of the same name or WithRequestEditor", ErrCredentialsMissing, name)
 		}
 	}
-	if cl.principal == "" {
+	if cl.principal == "" || cl.principalProven {
 		return nil
 	}
 	got, _, err := c.principalOf(req)

@@ -44,6 +44,11 @@ type call struct {
 	checkPrincipal bool
 	principal      string
 	secretNames    []string
+	// principalProven says the base header carries exactly the secret
+	// headers principal was computed from, and no request editor may
+	// change them (Client.provesPrincipal): the attempts are principal's
+	// without computing it again.
+	principalProven bool
 }
 
 // sendResult is how a call ended. When stop is nil, resp is a final answer
