@@ -24,33 +24,40 @@ type begunIntent struct {
 	// (Client.secrets) and named the default principal from; nil for
 	// none.
 	secrets http.Header
-	// target is rec.URL as url.Parse reads it, or nil when Begin cannot
-	// vouch for that (see reparsesAsItself): the first attempt then parses
-	// rec.URL as any other.
-	target *url.URL
+	// target is rec.URL as url.Parse reads it, when parsed says Begin
+	// vouches for that (see reparsesAsItself); otherwise the first attempt
+	// parses rec.URL as any other.
+	target url.URL
+	parsed bool
 }
 
-// newBegunIntent records what Begin built for rec, whose URL is the
-// string of u without its user information, and which has no secret
-// query parameters when params is nil.
-func newBegunIntent(rec *keystore.Record, u *url.URL, params url.Values, secrets http.Header) *begunIntent {
-	b := &begunIntent{rec: rec, secrets: secrets}
-	if params != nil {
-		return b // rec.URL is another string than u's: the secrets came out of its query
+// begunIntentOf is the Intent of rec, which Begin built and the keystore
+// adopted, with what Begin derived rec from: rec's URL is the string of
+// u without its user information, with no secret query parameters taken
+// out when params is nil. The Intent and its begunIntent are one
+// allocation.
+func begunIntentOf(rec *keystore.Record, u *url.URL, params url.Values, secrets http.Header) *Intent {
+	both := &struct {
+		in    Intent
+		begun begunIntent
+	}{}
+	both.in.refresh(rec)
+	b := &both.begun
+	b.rec, b.secrets = rec, secrets
+	if params == nil { // else rec.URL is another string than u's: the secrets came out of its query
+		b.target = *u
+		b.target.User = nil // what withoutURLCredentials stored the string of
+		b.parsed = reparsesAsItself(&b.target)
 	}
-	target := *u
-	target.User = nil // what withoutURLCredentials stored the string of
-	if reparsesAsItself(&target) {
-		b.target = &target
-	}
-	return b
+	both.in.begun = b
+	return &both.in
 }
 
 // attemptRequest is the request of rec's attempts, without header. For
 // the record Begin built (begun not nil) whose URL it parsed, the URL is a
 // copy of that parse instead of a new one.
 func attemptRequest(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Request, error) {
-	if begun == nil || begun.target == nil {
+	if begun == nil || !begun.parsed {
 		req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
 		if err != nil {
 			return nil, fmt.Errorf("idem: rebuilding request: %w", err)
@@ -64,7 +71,7 @@ func attemptRequest(ctx context.Context, rec *keystore.Record, begun *begunInten
 	if err != nil {
 		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
 	}
-	*req.URL = *begun.target
+	*req.URL = begun.target
 	req.Host = req.URL.Host // no empty port to strip (reparsesAsItself)
 	return req, nil
 }

@@ -226,11 +226,10 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
-	in := intentFromRecord(rec)
 	if created && existing == rec {
-		in.begun = newBegunIntent(rec, req.URL, params, secrets) // built and fingerprinted above, and adopted as it is
+		return begunIntentOf(rec, req.URL, params, secrets), nil // built and fingerprinted above, and adopted as it is
 	}
-	return in, nil
+	return intentFromRecord(rec), nil
 }
 
 // carriesKeyHeader reports whether h holds the dialect's key header under
