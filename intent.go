@@ -340,6 +340,16 @@ func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
 	return c.update(ctx, rec)
 }
 
+// storeEncodesSettled reports whether storeSettled hands a settled record
+// to a keystore that keeps none of it, only its own copy, made before
+// the write returns: the memory keystore (its AdoptUpdate encodes the
+// record, as Update does). The stored answer may then share the header of
+// the response returned to the caller, who can change it only after.
+func (c *Client) storeEncodesSettled() bool {
+	_, ok := c.store.(*keystore.Memory)
+	return ok
+}
+
 // Pending returns the intents that are not settled yet, oldest first.
 // When the keystore holds damaged records, it returns the intents it
 // could read together with an error matching keystore.ErrCorrupt (a

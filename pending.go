@@ -83,7 +83,8 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 // success, a 202, key reuse, a rejection) or a refusal when no attempt may
 // have taken effect, and returns it.
 func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sendResult) (*http.Response, error) {
-	stored, truncated, err := capture(res.resp)
+	settles := res.outcome != outcomeAccepted // an Accepted record is polled on, and copied by its write
+	stored, truncated, err := captureAnswer(res.resp, settles && c.storeEncodesSettled())
 	if err != nil {
 		// The server answered but the answer was lost on the way: the
 		// effect may have happened, and a resume will get the replay.
