@@ -56,6 +56,12 @@ func (c *Client) send(ctx context.Context, cl *call) *sendResult {
 		if !retry {
 			return st.finish(ctx, resp, doErr, checkErr)
 		}
+		if res.attempts >= c.cfg.maxAttempts {
+			// check never asks for more (it stops first), but the loop
+			// bounds the attempts by itself too.
+			res.stop = ErrRetriesExhausted
+			return st.finish(ctx, resp, doErr, res.stop)
+		}
 		if doErr == nil && resp != nil {
 			drainRetried(resp.Body)
 		}
