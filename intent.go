@@ -416,28 +416,41 @@ const (
 // intents stored under an earlier layout conflict with a Begin of the
 // same name (ErrIntentConflict) instead of merging with it.
 func Fingerprint(method, target string, body []byte) string {
-	kind, payload := bodyKindRaw, body
-	if canon, isJSON := canonjson.Canonical(body); isJSON {
-		kind, payload = bodyKindJSON, canon
-	}
 	// One buffer hashed at once: cheaper than feeding a streaming digest
-	// piece by piece, for the same bytes.
-	fields := [...]string{fingerprintVersion, method, target, kind}
-	size := len(payload) + 8*(len(fields)+1)
+	// piece by piece, for the same bytes. The canonical form is appended
+	// to it in place, the body's kind assumed JSON; a body that is not
+	// canonicalised goes in raw instead, from the kind field on.
+	fields := [...]string{fingerprintVersion, method, target}
+	size := len(body) + 8*(len(fields)+2) + len(bodyKindJSON)
 	for _, f := range fields {
 		size += len(f)
 	}
 	buf := make([]byte, 0, size)
 	for _, f := range fields {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
-		buf = append(buf, f...)
+		buf = appendField(buf, f)
 	}
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
-	buf = append(buf, payload...)
+	kindAt := len(buf)
+	buf = appendField(buf, bodyKindJSON)
+	lenAt := len(buf)
+	buf = binary.BigEndian.AppendUint64(buf, 0) // the payload's length, set below
+	if withCanon, isJSON := canonjson.AppendCanonical(buf, body); isJSON {
+		buf = withCanon
+		binary.BigEndian.PutUint64(buf[lenAt:], uint64(len(buf)-lenAt-8))
+	} else {
+		buf = appendField(buf[:kindAt], bodyKindRaw)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(body)))
+		buf = append(buf, body...)
+	}
 	sum := sha256.Sum256(buf)
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])
+}
+
+// appendField appends f to buf, prefixed by its length.
+func appendField(buf []byte, f string) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+	return append(buf, f...)
 }
 
 // checkRequest rejects what cannot be sent: nil, no URL, no host, or a
