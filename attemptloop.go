@@ -9,8 +9,10 @@ import (
 )
 
 // sendState is one call's state across its attempts, in one allocation:
-// the result and retry policy, and the first attempt's body reader.
+// the call, the result and retry policy, and the first attempt's body
+// reader.
 type sendState struct {
+	call   call
 	policy attemptPolicy
 	// firstBody reads the body of the first attempt; every later attempt
 	// gets a reader of its own, as the transport may still be reading an
@@ -23,8 +25,12 @@ type sendState struct {
 // and computes the wait, which is slept here, bounded by ctx. A retried
 // answer is kept in memory for the give-up of a call whose context ends
 // during that wait.
-func (c *Client) send(ctx context.Context, cl *call) *sendResult {
-	st := &sendState{policy: attemptPolicy{c: c, cl: cl}}
+func (c *Client) send(ctx context.Context, template *call) *sendResult {
+	// A copy of the call lives with the state, so the caller's need not
+	// escape to the heap.
+	st := &sendState{call: *template}
+	cl := &st.call
+	st.policy = attemptPolicy{c: c, cl: cl}
 	p, res := &st.policy, &st.policy.res
 	req := cl.req
 	if !cl.ownHeader || req.Context() != ctx {

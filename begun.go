@@ -55,25 +55,36 @@ func begunIntentOf(rec *keystore.Record, u *url.URL, params url.Values, secrets 
 
 // attemptRequest is the request of rec's attempts, without header. For
 // the record Begin built (begun not nil) whose URL it parsed, the URL is a
-// copy of that parse instead of a new one.
+// copy of that parse instead of a new one, in a request built as
+// http.NewRequestWithContext builds it.
 func attemptRequest(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Request, error) {
-	if begun == nil || !begun.parsed {
+	if begun == nil || !begun.parsed || ctx == nil || !standardMethod(rec.Method) {
 		req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
 		if err != nil {
 			return nil, fmt.Errorf("idem: rebuilding request: %w", err)
 		}
 		return req, nil
 	}
-	// An empty URL parses to an empty url.URL without work; the copy of
-	// Begin's then fills it, so this request owns its URL (a caller may
-	// modify resp.Request.URL).
-	req, err := http.NewRequestWithContext(ctx, rec.Method, "", nil)
-	if err != nil {
-		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
+	// The request owns its copy of the URL: a caller may modify
+	// resp.Request.URL. No empty port to strip (reparsesAsItself).
+	u := new(url.URL)
+	*u = begun.target
+	tmpl := http.Request{
+		Method: rec.Method, URL: u, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 	}
-	*req.URL = begun.target
-	req.Host = req.URL.Host // no empty port to strip (reparsesAsItself)
-	return req, nil
+	return tmpl.WithContext(ctx), nil
+}
+
+// standardMethod reports whether m is one of the methods net/http names,
+// which http.NewRequestWithContext accepts; any other goes through it.
+func standardMethod(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodGet,
+		http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return true
+	}
+	return false
 }
 
 // provesPrincipal reports whether the attempts of the record Begin built,
