@@ -231,7 +231,7 @@ func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, l
 	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
 	c.forgetSecrets(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
-	if err := c.write(ctx, c.update, rec); err != nil {
+	if err := c.write(ctx, c.updateFn, rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
 	}
 	return ge

@@ -123,9 +123,9 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	// keep it as it is; an Accepted one is still changed by polling and
 	// is copied.
 	if rec.State != Accepted {
-		err = c.write(ctx, c.storeSettled, rec)
+		err = c.write(ctx, c.storeSettledFn, rec)
 	} else {
-		err = c.write(ctx, c.update, rec)
+		err = c.write(ctx, c.updateFn, rec)
 	}
 	if err != nil {
 		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
@@ -164,7 +164,7 @@ func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sen
 	// The record is written even when ctx has ended (within the write
 	// grace): losing the attempt count would hide how often the intent
 	// was tried.
-	if err := c.write(ctx, c.update, rec); err != nil {
+	if err := c.write(ctx, c.updateFn, rec); err != nil {
 		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
 	}
 	if unsent {
