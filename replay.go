@@ -76,7 +76,12 @@ func captureAnswer(resp *http.Response, shareHeader bool) (stored *keystore.Resp
 		resp.Body.Close()
 		return nil, false, fmt.Errorf("idem: reading response body: %w", err)
 	}
-	stored = &keystore.Response{Status: resp.StatusCode}
+	// The stored answer and the caller's in-memory body in one allocation.
+	both := &struct {
+		stored keystore.Response
+		body   memoryBody
+	}{stored: keystore.Response{Status: resp.StatusCode}}
+	stored = &both.stored
 	if shareHeader && resp.Header != nil && allStorable(resp.Header) {
 		stored.Header = resp.Header
 	} else {
@@ -87,7 +92,8 @@ func captureAnswer(resp *http.Response, shareHeader bool) (stored *keystore.Resp
 		return stored, true, nil
 	}
 	resp.Body.Close()
-	resp.Body = newMemoryBody(body)
+	both.body.Reset(body)
+	resp.Body = &both.body
 	resp.ContentLength = int64(len(body))
 	stored.Body = body
 	return stored, false, nil
