@@ -34,6 +34,11 @@ type Client struct {
 	unsent unsentSet
 	closed atomic.Bool
 	tel    *telemetry // nil without WithTracerProvider or WithMeterProvider
+
+	// updateFn and storeSettledFn are c.update and c.storeSettled, made
+	// once: a method value handed to write is otherwise allocated on
+	// every write.
+	updateFn, storeSettledFn func(context.Context, *keystore.Record) error
 }
 
 // New builds a Client. Without options it keeps intents in memory; pass
@@ -71,13 +76,15 @@ func New(opts ...Option) (*Client, error) {
 	}
 	sender := shieldedClient(cfg.httpClient)
 	sender.CheckRedirect = intentRedirects(cfg.secretHeaders, sender.CheckRedirect)
-	return &Client{
+	c := &Client{
 		cfg:    cfg,
 		store:  cfg.store,
 		log:    log,
 		sender: sender,
 		tel:    newTelemetry(&cfg),
-	}, nil
+	}
+	c.updateFn, c.storeSettledFn = c.update, c.storeSettled
+	return c, nil
 }
 
 // Close closes the keystore and, when the Client built its own HTTP

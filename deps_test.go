@@ -63,6 +63,35 @@ func TestDependenciesStaySlim(t *testing.T) {
 	}
 }
 
+// The client runs its attempts itself: go-retryablehttp is only a
+// contender of the benchmarks (bench/), never a dependency of the root
+// package.
+func TestRootDoesNotDependOnRetryablehttp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped with -short")
+	}
+	const retryablehttp = "github.com/hashicorp/go-retryablehttp"
+	goCmd := goCommand(t)
+	if slices.Contains(listDeps(t, goCmd, "github.com/idemkit/idem"), retryablehttp) {
+		t.Errorf("the root package depends on %s", retryablehttp)
+	}
+	if !testDeps(t, goCmd, "github.com/idemkit/idem/bench", retryablehttp) {
+		t.Errorf("the check sees no %s in bench's tests, which use it", retryablehttp)
+	}
+}
+
+// testDeps reports whether pkg's tests depend on dep.
+func testDeps(t *testing.T, goCmd, pkg, dep string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goCmd, "list", "-test", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -test -deps %s: %v", pkg, err)
+	}
+	return slices.Contains(strings.Fields(string(out)), dep)
+}
+
 // The check above finds what it looks for: the Postgres keystore's
 // package does depend on pgx.
 func TestDependenciesCheckSeesPgx(t *testing.T) {

@@ -116,9 +116,11 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 	// So a shared record is settled in a shallow copy and stays as it was
 	// loaded; a record of its own is copied to keep that.
 	var before *keystore.Record
-	fingerprinted := false
+	var begun *begunIntent
 	if shared && rec == loaded {
-		fingerprinted = in.begun != nil && rec == in.begun
+		if in.begun != nil && rec == in.begun.rec {
+			begun = in.begun
+		}
 		before = rec
 		work := *rec
 		work.Reconciliations = slices.Clip(work.Reconciliations) // an append never writes into the shared array
@@ -128,7 +130,7 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 		before = &kept
 	}
 	c.tel.sawRecord(ctx, rec)
-	resp, err := c.settle(ctx, rec, fingerprinted)
+	resp, err := c.settle(ctx, rec, begun)
 	if err == nil {
 		in.refresh(rec)
 		return resp, nil
@@ -161,7 +163,7 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 // settleRecord does what Do documents for rec's state; rec is updated in
 // place to what was stored.
 func (c *Client) settleRecord(ctx context.Context, rec *keystore.Record) (*http.Response, error) {
-	return c.settle(ctx, rec, false)
+	return c.settle(ctx, rec, nil)
 }
 
 // load reads the intent with key for Do: shared says the record may be
@@ -175,10 +177,11 @@ func (c *Client) load(ctx context.Context, key string) (rec *keystore.Record, sh
 	return rec, false, err
 }
 
-// settle is settleRecord; fingerprinted says rec's method, URL and body
-// are those Begin fingerprinted, by construction (see checkIntegrity), so
-// the integrity check before sending has nothing to find.
-func (c *Client) settle(ctx context.Context, rec *keystore.Record, fingerprinted bool) (*http.Response, error) {
+// settle is settleRecord; a begun not nil says rec is the record Begin
+// built, whose method, URL and body are those Begin fingerprinted, by
+// construction (see checkIntegrity), so the integrity check before
+// sending has nothing to find.
+func (c *Client) settle(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Response, error) {
 	switch rec.State {
 	case Succeeded:
 		return c.localReplay(rec), nil
@@ -196,7 +199,7 @@ func (c *Client) settle(ctx context.Context, rec *keystore.Record, fingerprinted
 		err := c.expire(ctx, rec, fmt.Sprintf("older than the key retention (%s); not resent", c.cfg.retention), 0)
 		return c.reconcileOr(ctx, rec, nil, err)
 	}
-	return c.sendPending(ctx, rec, fingerprinted)
+	return c.sendPending(ctx, rec, begun)
 }
 
 // reconcileOr runs the Reconciler, when there is one, on rec, which
@@ -228,7 +231,7 @@ func (c *Client) expire(ctx context.Context, rec *keystore.Record, why string, l
 	ge := &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key, LastStatus: lastStatus}
 	c.forgetSecrets(rec.Key)
 	c.log.WarnContext(ctx, "idem: intent expired; reconcile it", "key", keyHash(rec.Key))
-	if err := c.write(ctx, c.update, rec); err != nil {
+	if err := c.write(ctx, c.updateFn, rec); err != nil {
 		return errors.Join(ge, fmt.Errorf("idem: storing expiry: %w", err))
 	}
 	return ge

@@ -64,8 +64,8 @@ func TestDoLeavesTheSharedRecordAsBegunAndStoresTheSettledOne(t *testing.T) {
 	store := keystore.NewMemory()
 	c := newTestClient(t, WithStore(store))
 	in := begin(t, c, "", paymentRequest(t, srv.URL, 778, "shared"))
-	begun := in.begun
-	require.NotNil(t, begun, "Begin created and adopted the record")
+	require.NotNil(t, in.begun, "Begin created and adopted the record")
+	begun := in.begun.rec
 	shared, err := store.GetShared(ctx, in.Key)
 	require.NoError(t, err)
 	require.Same(t, begun, shared)

@@ -86,13 +86,14 @@ type Intent struct {
 	// dropped); zero for a whole record.
 	Purged time.Time
 
-	// begun is the record Begin built, fingerprinted and handed to the
-	// keystore (keystore.Adopter) when it created the intent; nil
-	// otherwise. Set before the Intent is returned and never changed, so
-	// concurrent Do calls read it without a lock. Do skips the integrity
-	// check for the record the keystore hands back only when it is this
-	// very one (see checkIntegrity).
-	begun *keystore.Record
+	// begun holds the record Begin built, fingerprinted and handed to the
+	// keystore (keystore.Adopter) when it created the intent, and what it
+	// was derived from; nil otherwise. Set before the Intent is returned
+	// and never changed, so concurrent Do calls read it without a lock. Do
+	// skips the integrity check (and the URL parse and principal of the
+	// first attempt) for the record the keystore hands back only when it
+	// is this very one (see checkIntegrity, begunIntent).
+	begun *begunIntent
 }
 
 func intentFromRecord(r *keystore.Record) *Intent {
@@ -225,11 +226,10 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
-	in := intentFromRecord(rec)
 	if created && existing == rec {
-		in.begun = rec // built and fingerprinted above, and adopted as it is
+		return begunIntentOf(rec, req.URL, params, secrets), nil // built and fingerprinted above, and adopted as it is
 	}
-	return in, nil
+	return intentFromRecord(rec), nil
 }
 
 // carriesKeyHeader reports whether h holds the dialect's key header under
@@ -340,6 +340,16 @@ func (c *Client) storeSettled(ctx context.Context, rec *keystore.Record) error {
 	return c.update(ctx, rec)
 }
 
+// storeEncodesSettled reports whether storeSettled hands a settled record
+// to a keystore that keeps none of it, only its own copy, made before
+// the write returns: the memory keystore (its AdoptUpdate encodes the
+// record, as Update does). The stored answer may then share the header of
+// the response returned to the caller, who can change it only after.
+func (c *Client) storeEncodesSettled() bool {
+	_, ok := c.store.(*keystore.Memory)
+	return ok
+}
+
 // Pending returns the intents that are not settled yet, oldest first.
 // When the keystore holds damaged records, it returns the intents it
 // could read together with an error matching keystore.ErrCorrupt (a
@@ -406,28 +416,41 @@ const (
 // intents stored under an earlier layout conflict with a Begin of the
 // same name (ErrIntentConflict) instead of merging with it.
 func Fingerprint(method, target string, body []byte) string {
-	kind, payload := bodyKindRaw, body
-	if canon, isJSON := canonjson.Canonical(body); isJSON {
-		kind, payload = bodyKindJSON, canon
-	}
 	// One buffer hashed at once: cheaper than feeding a streaming digest
-	// piece by piece, for the same bytes.
-	fields := [...]string{fingerprintVersion, method, target, kind}
-	size := len(payload) + 8*(len(fields)+1)
+	// piece by piece, for the same bytes. The canonical form is appended
+	// to it in place, the body's kind assumed JSON; a body that is not
+	// canonicalised goes in raw instead, from the kind field on.
+	fields := [...]string{fingerprintVersion, method, target}
+	size := len(body) + 8*(len(fields)+2) + len(bodyKindJSON)
 	for _, f := range fields {
 		size += len(f)
 	}
 	buf := make([]byte, 0, size)
 	for _, f := range fields {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
-		buf = append(buf, f...)
+		buf = appendField(buf, f)
 	}
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
-	buf = append(buf, payload...)
+	kindAt := len(buf)
+	buf = appendField(buf, bodyKindJSON)
+	lenAt := len(buf)
+	buf = binary.BigEndian.AppendUint64(buf, 0) // the payload's length, set below
+	if withCanon, isJSON := canonjson.AppendCanonical(buf, body); isJSON {
+		buf = withCanon
+		binary.BigEndian.PutUint64(buf[lenAt:], uint64(len(buf)-lenAt-8))
+	} else {
+		buf = appendField(buf[:kindAt], bodyKindRaw)
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(body)))
+		buf = append(buf, body...)
+	}
 	sum := sha256.Sum256(buf)
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])
+}
+
+// appendField appends f to buf, prefixed by its length.
+func appendField(buf []byte, f string) []byte {
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(f)))
+	return append(buf, f...)
 }
 
 // checkRequest rejects what cannot be sent: nil, no URL, no host, or a

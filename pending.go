@@ -22,23 +22,26 @@ import (
 // Client began it, or saw its every attempt answered "not executed", and
 // nothing was sent since: another process may have sent it before a crash
 // that kept it from recording so.
-func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, fingerprinted bool) (*http.Response, error) {
-	if !fingerprinted {
+//
+// begun, when not nil, is what Begin built for rec (see begunIntent).
+func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Response, error) {
+	if begun == nil {
 		if err := c.checkIntegrity(rec); err != nil {
 			return nil, err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, rec.Method, rec.URL, nil)
+	req, err := attemptRequest(ctx, rec, begun)
 	if err != nil {
-		return nil, fmt.Errorf("idem: rebuilding request: %w", err)
+		return nil, err
 	}
 	if rec.Host != "" {
 		req.Host = rec.Host
 	}
-	withSecretParams(req, c.params.get(rec.Key))
+	secrets, params := c.secrets.get(rec.Key), c.params.get(rec.Key)
+	withSecretParams(req, params)
 	// The first attempt may send this header itself (ownHeader), so it
 	// shares no value slice with the record or the kept secrets.
-	req.Header = mergeHeaders(rec.Header, c.secrets.get(rec.Key))
+	req.Header = mergeHeaders(rec.Header, secrets)
 	doubt := rec.MayHaveExecuted || !c.unsent.take(rec.Key)
 	res := c.send(ctx, &call{
 		req:       req,
@@ -50,9 +53,10 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, fingerpr
 		client:    c.sender,
 		doubt:     doubt,
 
-		checkPrincipal: true,
-		principal:      rec.Principal,
-		secretNames:    rec.SecretHeaders,
+		checkPrincipal:  true,
+		principal:       rec.Principal,
+		secretNames:     rec.SecretHeaders,
+		principalProven: c.provesPrincipal(begun, secrets, params),
 	})
 	rec.Attempts += res.attempts
 	rec.UpdatedAt = c.cfg.now()
@@ -79,7 +83,8 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, fingerpr
 // success, a 202, key reuse, a rejection) or a refusal when no attempt may
 // have taken effect, and returns it.
 func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sendResult) (*http.Response, error) {
-	stored, truncated, err := capture(res.resp)
+	settles := res.outcome != outcomeAccepted // an Accepted record is polled on, and copied by its write
+	stored, truncated, err := captureAnswer(res.resp, settles && c.storeEncodesSettled())
 	if err != nil {
 		// The server answered but the answer was lost on the way: the
 		// effect may have happened, and a resume will get the replay.
@@ -120,7 +125,7 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	if rec.State != Accepted {
 		err = c.writeSettled(ctx, rec)
 	} else {
-		err = c.write(ctx, c.update, rec)
+		err = c.write(ctx, c.updateFn, rec)
 	}
 	if err != nil {
 		return resp, errors.Join(callErr, fmt.Errorf("idem: storing the answer (the intent stays pending; a resume gets the server's replay): %w", err))
@@ -159,7 +164,7 @@ func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sen
 	// The record is written even when ctx has ended (within the write
 	// grace): losing the attempt count would hide how often the intent
 	// was tried.
-	if err := c.write(ctx, c.update, rec); err != nil {
+	if err := c.write(ctx, c.updateFn, rec); err != nil {
 		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
 	}
 	if unsent {

@@ -49,7 +49,7 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 	// it was stored and writing it again would only cost a commit.
 	if ans.attempts > 0 || rec.LastError != lastError {
 		rec.UpdatedAt = c.cfg.now()
-		if err := c.write(ctx, c.update, rec); err != nil {
+		if err := c.write(ctx, c.updateFn, rec); err != nil {
 			c.log.WarnContext(ctx, "idem: storing poll state failed", "key", keyHash(rec.Key), "error", err.Error())
 		}
 	}
@@ -259,7 +259,7 @@ func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, stat
 		rec.LastError = ge.Error()
 		callErr = ge
 	}
-	if err := c.write(ctx, c.update, rec); err != nil {
+	if err := c.write(ctx, c.updateFn, rec); err != nil {
 		return ans.final.resp, errors.Join(callErr, fmt.Errorf("idem: storing the operation's answer (the intent stays accepted): %w", err))
 	}
 	c.forgetSecrets(rec.Key)

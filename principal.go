@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -112,7 +113,12 @@ func (c *Client) credentialsPrincipal(header http.Header, params url.Values, nam
 			size += 2 + len(name) + len(v)
 		}
 	}
-	msg := append(macStart(c.cfg.principalKey, size), tag...)
+	var stack [256]byte // the usual identity fits: no allocation
+	start := stack[:]
+	if sha256.BlockSize+size > len(stack) {
+		start = make([]byte, 0, sha256.BlockSize+size)
+	}
+	msg := append(macStartIn(start, c.cfg.principalKey), tag...)
 	for _, name := range names {
 		for _, v := range secretValues(header, params, name) {
 			msg = append(msg, 0)
@@ -154,7 +160,7 @@ func (c *Client) checkCredentials(req *http.Request, cl *call) error {
 			return fmt.Errorf("%w: %s is not set (the intent was begun with it); give it again with a Begin of the same name or WithRequestEditor", ErrCredentialsMissing, name)
 		}
 	}
-	if cl.principal == "" {
+	if cl.principal == "" || cl.principalProven {
 		return nil
 	}
 	got, _, err := c.principalOf(req)

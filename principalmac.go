@@ -26,10 +26,16 @@ func macBlock(key []byte) (block [sha256.BlockSize]byte) {
 // of about size bytes: the key XOR ipad. Append the message to it and
 // give the whole to macFinish.
 func macStart(key []byte, size int) []byte {
+	return macStartIn(make([]byte, 0, sha256.BlockSize+size), key)
+}
+
+// macStartIn is macStart into buf, which it appends to from its start: a
+// caller may give a buffer of its stack.
+func macStartIn(buf, key []byte) []byte {
 	block := macBlock(key)
-	buf := make([]byte, sha256.BlockSize, sha256.BlockSize+size)
-	for i, b := range block {
-		buf[i] = b ^ 0x36
+	buf = buf[:0]
+	for _, b := range block {
+		buf = append(buf, b^0x36)
 	}
 	return buf
 }

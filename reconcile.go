@@ -222,7 +222,7 @@ func (c *Client) recordVerdict(ctx context.Context, rec *keystore.Record, o Outc
 	if o != OutcomeUnknown {
 		next.Response = answer
 	}
-	if err := c.write(ctx, c.update, next); err != nil {
+	if err := c.write(ctx, c.updateFn, next); err != nil {
 		return fmt.Errorf("idem: storing the reconciliation (key hash %s): %w", keyHash(rec.Key), err)
 	}
 	*rec = *next

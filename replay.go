@@ -63,21 +63,51 @@ var notStoredHeaders = map[string]bool{
 // change them). The stored header is a copy, so the caller may change
 // resp.Header freely, also after the keystore has taken the record over.
 func capture(resp *http.Response) (stored *keystore.Response, truncated bool, err error) {
+	return captureAnswer(resp, false)
+}
+
+// captureAnswer is capture; shareHeader says the keystore copies what it
+// keeps of the answer before the write returns (storeEncodesSettled), so
+// the stored answer may reference resp.Header itself when it holds
+// nothing the keystore does not keep.
+func captureAnswer(resp *http.Response, shareHeader bool) (stored *keystore.Response, truncated bool, err error) {
 	body, err := readUpTo(resp.Body, MaxBodySize+1, resp.ContentLength)
 	if err != nil {
 		resp.Body.Close()
 		return nil, false, fmt.Errorf("idem: reading response body: %w", err)
 	}
-	stored = &keystore.Response{Status: resp.StatusCode, Header: storableHeader(resp.Header)}
+	// The stored answer and the caller's in-memory body in one allocation.
+	both := &struct {
+		stored keystore.Response
+		body   memoryBody
+	}{stored: keystore.Response{Status: resp.StatusCode}}
+	stored = &both.stored
+	if shareHeader && resp.Header != nil && allStorable(resp.Header) {
+		stored.Header = resp.Header
+	} else {
+		stored.Header = storableHeader(resp.Header)
+	}
 	if len(body) > MaxBodySize {
 		resp.Body = readCloser{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
 		return stored, true, nil
 	}
 	resp.Body.Close()
-	resp.Body = newMemoryBody(body)
+	both.body.Reset(body)
+	resp.Body = &both.body
 	resp.ContentLength = int64(len(body))
 	stored.Body = body
 	return stored, false, nil
+}
+
+// allStorable reports whether h holds no header the keystore does not
+// keep.
+func allStorable(h http.Header) bool {
+	for name := range h {
+		if notStoredHeaders[http.CanonicalHeaderKey(name)] {
+			return false
+		}
+	}
+	return true
 }
 
 // storableHeader copies h without the headers the keystore does not keep,

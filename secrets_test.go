@@ -128,3 +128,33 @@ func TestStoredResponseKeepsNoCredentials(t *testing.T) {
 	assert.Equal(t, "application/json", replay.Header.Get("Content-Type"))
 	assert.Equal(t, "/v1/payments/pay_1", replay.Header.Get("Location"))
 }
+
+// The stored answer is the server's as it came: a caller changing the
+// response Do returned (its header shared with the answer the memory
+// keystore encoded) never changes what later replays show.
+func TestChangingTheReturnedResponseNeverChangesTheStoredAnswer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", "/v1/payments/pay_1")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"pay_1"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t)
+	require.True(t, c.storeEncodesSettled(), "the default store takes the shared header")
+	in := begin(t, c, "", paymentRequest(t, srv.URL, 1, "scribble"))
+	resp, err := c.Do(context.Background(), in)
+	require.NoError(t, err)
+	resp.Header["Location"][0] = "/changed"
+	resp.Header.Set("X-Added", "1")
+	resp.Header.Del("Content-Type")
+
+	replay, err := c.Do(context.Background(), in)
+	require.NoError(t, err)
+	require.True(t, IsLocalReplay(replay))
+	assert.Equal(t, "/v1/payments/pay_1", replay.Header.Get("Location"))
+	assert.Equal(t, "application/json", replay.Header.Get("Content-Type"))
+	assert.Empty(t, replay.Header.Get("X-Added"))
+	assert.Equal(t, `{"id":"pay_1"}`, readBody(t, replay))
+}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
-
 	"github.com/idemkit/idem/dialect"
 )
 
@@ -46,6 +44,11 @@ type call struct {
 	checkPrincipal bool
 	principal      string
 	secretNames    []string
+	// principalProven says the base header carries exactly the secret
+	// headers principal was computed from, and no request editor may
+	// change them (Client.provesPrincipal): the attempts are principal's
+	// without computing it again.
+	principalProven bool
 }
 
 // sendResult is how a call ended. When stop is nil, resp is a final answer
@@ -73,95 +76,6 @@ func (r *sendResult) giveUp(key string) *GiveUpError {
 		Key:            key,
 		OutcomeUnknown: r.unknown,
 	}
-}
-
-// send runs the attempts of cl on go-retryablehttp with the client's own
-// retry policy: it decides in CheckRetry (which sees the outcome, the
-// budget, Retry-After and the deadline) and hands the computed wait to
-// Backoff. Its ErrorHandler keeps the last response instead of dropping it.
-func (c *Client) send(ctx context.Context, cl *call) *sendResult {
-	// One allocation holds everything a call needs: the result, the retry
-	// policy and go-retryablehttp's client and request.
-	st := &sendState{policy: attemptPolicy{c: c, cl: cl}}
-	p, res := &st.policy, &st.policy.res
-	first := cl.req
-	if !cl.ownHeader || first.Context() != ctx {
-		first = cl.req.WithContext(ctx) // a caller's template stays as it was
-	}
-	if err := c.prepareAttempt(ctx, first, cl, true); err != nil {
-		res.stop = err
-		return res
-	}
-	st.req.Request = first
-	var body any // untyped nil: no body and no chunked encoding
-	if len(cl.body) > 0 {
-		body = cl.body
-	}
-	if err := st.req.SetBody(body); err != nil {
-		res.stop = err
-		return res
-	}
-	c.tel.startAttempt(ctx, p, first)
-	st.rc = retryablehttp.Client{
-		HTTPClient:   cl.client,
-		RetryMax:     c.cfg.maxAttempts - 1,
-		CheckRetry:   p.check,
-		Backoff:      p.backoff,
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-		PrepareRetry: func(r *http.Request) error {
-			if err := budgetAcquire(ctx, c.cfg.budget, c.cfg.now); err != nil {
-				st.budgetRefused = true
-				return err
-			}
-			err := c.prepareAttempt(ctx, r, cl, false)
-			st.prepareFailed = err != nil
-			if err == nil {
-				c.tel.startAttempt(ctx, p, r)
-			}
-			return err
-		},
-	}
-	c.tel.observeChecks(&st.rc, p)
-	resp, err := st.rc.Do(&st.req)
-	res.resp = resp
-	switch {
-	case err == nil:
-		return res
-	case st.budgetRefused:
-		// Refused after the wait: the answer kept before it comes back
-		// with the give-up.
-		if resp != nil {
-			resp.Body.Close()
-		}
-		res.resp = p.kept
-		res.stop = err
-	case st.prepareFailed:
-		// The last response was drained before the retry was prepared.
-		if resp != nil {
-			resp.Body.Close()
-		}
-		res.resp = nil
-		res.stop = err
-	case res.stop == nil:
-		// The context ended during a wait; retryablehttp drained the
-		// response and returned the context's error. The answer kept
-		// before the wait comes back with the give-up.
-		res.stop = err
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			res.stop = ctxErr
-		}
-		res.resp = p.kept
-	}
-	return res
-}
-
-// sendState is one call's state across its attempts.
-type sendState struct {
-	policy        attemptPolicy
-	req           retryablehttp.Request
-	rc            retryablehttp.Client
-	prepareFailed bool
-	budgetRefused bool
 }
 
 // prepareAttempt sets the headers of one attempt: the base set, the
@@ -222,8 +136,8 @@ func (c *Client) keyHeaderValue(key string) string {
 	return c.cfg.dialect.HeaderValue(key)
 }
 
-// attemptPolicy is the CheckRetry of one call. retryablehttp cannot show
-// CheckRetry the request, so the policy carries it (method, keyed) and
+// attemptPolicy judges the attempts of one call (check): it carries the
+// call (method, keyed), the wait it computed for the next attempt, and
 // records what it saw for the give-up error.
 type attemptPolicy struct {
 	c    *Client
@@ -235,11 +149,6 @@ type attemptPolicy struct {
 	kept *http.Response
 	// obs is the telemetry of the attempts (telemetry_attempt.go).
 	obs attemptObservation
-}
-
-// backoff is the Backoff of one call: the wait check computed.
-func (p *attemptPolicy) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-	return p.wait
 }
 
 func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
@@ -323,8 +232,8 @@ func keepRetried(resp *http.Response) *http.Response {
 	return &kept
 }
 
-// stop ends the call: retryablehttp then hands the last response, body
-// intact, to the ErrorHandler.
+// stop ends the call: send then returns the last response, body intact,
+// with the give-up.
 func (p *attemptPolicy) stop(reason error) (bool, error) {
 	p.res.stop = reason
 	return false, reason
@@ -358,10 +267,9 @@ func mayHaveTakenEffect(method string, o outcome) bool {
 	return false
 }
 
-// shieldedTransport hides CloseIdleConnections of the pool it wraps:
-// retryablehttp calls it on every give-up, which would tear down the
-// connections every other call shares. It also keeps net/http from
-// resending a request on its own (see unreplayable).
+// shieldedTransport keeps net/http from resending a request on its own
+// (see unreplayable). It also hides CloseIdleConnections of the pool it
+// wraps, which the pool's owner alone may call.
 type shieldedTransport struct{ rt http.RoundTripper }
 
 func (s shieldedTransport) RoundTrip(r *http.Request) (*http.Response, error) {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -67,23 +66,21 @@ func (t *telemetry) startAttempt(ctx context.Context, p *attemptPolicy, r *http.
 	*r = *r.WithContext(spanCtx)
 }
 
-// observeChecks makes rc judge attempts through p's policy and then
-// record each one; a no-op without telemetry.
-func (t *telemetry) observeChecks(rc *retryablehttp.Client, p *attemptPolicy) {
+// judge is p's verdict on an attempt (check), recorded when there is
+// telemetry: the attempt's span ends and its metrics are counted.
+func (t *telemetry) judge(ctx context.Context, p *attemptPolicy, resp *http.Response, err error) (bool, error) {
 	if t == nil {
-		return
+		return p.check(ctx, resp, err)
 	}
-	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-		verdict := dialect.Unjudged
-		if resp != nil && p.cl.keyed {
-			// The dialect's own verdict tells an in-progress or key-reused
-			// answer apart, which the outcome folds into retry or final.
-			verdict = p.c.cfg.dialect.Classify(answerOf(p.cl.req.Method, resp))
-		}
-		retry, stop := p.check(ctx, resp, err)
-		t.attemptDone(ctx, p, resp, err, verdict, retry)
-		return retry, stop
+	verdict := dialect.Unjudged
+	if resp != nil && p.cl.keyed {
+		// The dialect's own verdict tells an in-progress or key-reused
+		// answer apart, which the outcome folds into retry or final.
+		verdict = p.c.cfg.dialect.Classify(answerOf(p.cl.req.Method, resp))
 	}
+	retry, stop := p.check(ctx, resp, err)
+	t.attemptDone(ctx, p, resp, err, verdict, retry)
+	return retry, stop
 }
 
 // attemptDone ends the span of the attempt just judged and records its

@@ -76,7 +76,7 @@ func (c *Client) writeSettled(ctx context.Context, rec *keystore.Record) error {
 			return nil
 		}
 	}
-	return c.write(ctx, c.storeSettled, rec)
+	return c.write(ctx, c.storeSettledFn, rec)
 }
 
 // storeWriteError marks a failed keystore write, so Do shows the caller

@@ -61,13 +61,14 @@ func encodeMemRecord(r *Record) memEntry {
 	if r.MayHaveExecuted {
 		flags |= memMayHaveExecuted
 	}
-	b := make([]byte, 0, memRecordSize(r)) // a tight bound: kept as long as the record
+	size, reqValues, respValues := memRecordSizes(r)
+	b := make([]byte, 0, size) // a tight bound: kept as long as the record
 	b = binary.AppendUvarint(b, flags)
 	b = appendMemString(b, r.Key)
 	b = appendMemString(b, r.Name)
 	b = appendMemString(b, r.Method)
 	b = appendMemString(b, r.URL)
-	b = appendMemHeader(b, r.Header)
+	b = appendMemHeader(b, r.Header, reqValues)
 	b = appendMemString(b, unsafe.String(unsafe.SliceData(r.Body), len(r.Body)))
 	b = appendMemString(b, r.Fingerprint)
 	b = appendMemString(b, string(r.State))
@@ -76,7 +77,7 @@ func encodeMemRecord(r *Record) memEntry {
 	b = binary.AppendVarint(b, int64(r.Attempts))
 	if resp := r.Response; resp != nil {
 		b = binary.AppendVarint(b, int64(resp.Status))
-		b = appendMemHeader(b, resp.Header)
+		b = appendMemHeader(b, resp.Header, respValues)
 		b = appendMemString(b, unsafe.String(unsafe.SliceData(resp.Body), len(resp.Body)))
 	}
 	b = appendMemString(b, r.Operation)
@@ -101,18 +102,28 @@ func encodeMemRecord(r *Record) memEntry {
 // memRecordSize is the length of encodeMemRecord(r), times at their
 // longest (16 bytes and a zone index byte).
 func memRecordSize(r *Record) int {
+	n, _, _ := memRecordSizes(r)
+	return n
+}
+
+// memRecordSizes is memRecordSize with the number of values of the
+// request's and the answer's header, counted on the way, so the encoder
+// walks each header map once more only, to write it.
+func memRecordSizes(r *Record) (n, reqValues, respValues int) {
 	const timeSize = 17
-	n := 10 + 4*timeSize + 2*10 + 2*10 // flags, times, counts, attempts
+	n = 10 + 4*timeSize + 2*10 + 2*10 // flags, times, counts, attempts
 	n += memStringSize(r.Key) + memStringSize(r.Name) + memStringSize(r.Method) + memStringSize(r.URL) + memStringSize(r.Fingerprint) + memStringSize(string(r.State)) + memStringSize(r.Operation) + memStringSize(r.LastError) + memStringSize(r.Host) + memStringSize(r.Principal)
-	n += memHeaderSize(r.Header) + uvarintSize(len(r.Body)) + len(r.Body)
+	hn, reqValues := memHeaderSize(r.Header)
+	n += hn + uvarintSize(len(r.Body)) + len(r.Body)
 	if resp := r.Response; resp != nil {
-		n += 10 + memHeaderSize(resp.Header) + uvarintSize(len(resp.Body)) + len(resp.Body)
+		hn, respValues = memHeaderSize(resp.Header)
+		n += 10 + hn + uvarintSize(len(resp.Body)) + len(resp.Body)
 	}
 	n += memStringsSize(r.SecretHeaders)
 	for _, v := range r.Reconciliations {
 		n += memStringSize(v.Outcome) + memStringSize(v.Source) + memStringSize(v.By) + memStringSize(v.Note) + timeSize
 	}
-	return n
+	return n, reqValues, respValues
 }
 
 func uvarintSize(v int) int {
@@ -137,12 +148,12 @@ func memStringsSize(ss []string) int {
 // sit in memRecordSize's frame twice.
 //
 //go:noinline
-func memHeaderSize(h http.Header) int {
-	n := 2 * uvarintSize(len(h))
-	for name, values := range h {
-		n += memStringSize(name) + uvarintSize(len(values)+1) + memStringsSize(values)
+func memHeaderSize(h http.Header) (n, values int) {
+	for name, vs := range h {
+		n += memStringSize(name) + uvarintSize(len(vs)+1) + memStringsSize(vs)
+		values += len(vs)
 	}
-	return n
+	return n + uvarintSize(len(h)) + uvarintSize(values), values
 }
 
 // appendMemString is kept out of line: inlined at every field it made
@@ -162,16 +173,12 @@ func appendMemStrings(b []byte, ss ...string) []byte {
 	return b
 }
 
-// appendMemHeader writes the name count and the value count, then each
-// name and its values, a nil value list (count 0) apart from an empty one
-// (count 1). The value count lets the decoder put all values in one
-// slice, as Header.Clone does.
-func appendMemHeader(b []byte, h http.Header) []byte {
+// appendMemHeader writes the name count and the value count (total, as
+// memHeaderSize counted it), then each name and its values, a nil value
+// list (count 0) apart from an empty one (count 1). The value count lets
+// the decoder put all values in one slice, as Header.Clone does.
+func appendMemHeader(b []byte, h http.Header, total int) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h)))
-	total := 0
-	for _, values := range h {
-		total += len(values)
-	}
 	b = binary.AppendUvarint(b, uint64(total))
 	for name, values := range h {
 		b = appendMemString(b, name)

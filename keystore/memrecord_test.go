@@ -32,7 +32,8 @@ func TestMemRecordRoundTrip(t *testing.T) {
 		assert.False(t, v.Field(i).IsZero(), "memFullRecord leaves %s unset", v.Type().Field(i).Name)
 	}
 	bare := &Record{Key: "k", State: Pending, Response: &Response{Status: 500}, SecretHeaders: []string{}, Reconciliations: []Reconciliation{}}
-	for _, r := range []*Record{full, bare, {Key: "empty"}, full.Tombstone(time.Now())} {
+	many := &Record{Key: "many", Header: http.Header{"X-Many": make([]string, 300)}} // a value count past one varint byte
+	for _, r := range []*Record{full, bare, {Key: "empty"}, full.Tombstone(time.Now()), many} {
 		e := encodeMemRecord(r)
 		assert.Equal(t, memRecordSize(r), cap(e.data), "the buffer never grows")
 		assert.LessOrEqual(t, len(e.data), cap(e.data))
