@@ -28,6 +28,10 @@ import (
 type attemptObservation struct {
 	span  trace.Span
 	start time.Time
+	// retryReason is why the last attempt was retried, counted in
+	// idem.client.retries once the retry is sent: a budget may still
+	// refuse it after its wait.
+	retryReason string
 	// server holds server.address and server.port; urlFull the URL with
 	// its secrets redacted. Computed on the first attempt.
 	server  []attribute.KeyValue
@@ -46,6 +50,12 @@ func (t *telemetry) startAttempt(ctx context.Context, p *attemptPolicy, r *http.
 	o.start = t.now()
 	if o.server == nil {
 		o.server = serverAttributes(r.URL)
+	}
+	if reason := o.retryReason; reason != "" {
+		o.retryReason = ""
+		if m := t.metrics; m != nil {
+			m.retries.Add(ctx, 1, metric.WithAttributes(attrRetryReason.String(reason)))
+		}
 	}
 	if t.tracer == nil {
 		return
@@ -109,7 +119,7 @@ func (t *telemetry) attemptDone(ctx context.Context, p *attemptPolicy, resp *htt
 	if m := t.metrics; m != nil {
 		m.recordAttempt(ctx, t.now().Sub(o.start), method, status, errType, outcome, o.server)
 		if reason != "" {
-			m.retries.Add(ctx, 1, metric.WithAttributes(attrRetryReason.String(reason)))
+			o.retryReason = reason // counted when the retry is sent
 		}
 		if conflict != "" {
 			m.conflicts.Add(ctx, 1, metric.WithAttributes(attrConflict.String(conflict)))

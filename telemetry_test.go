@@ -341,6 +341,25 @@ func TestTelemetryAdaptiveBudgetGauge(t *testing.T) {
 	assert.False(t, hasMetric(rm, "idem.client.retry_budget.tokens"), "a closed Client stops reporting its budget")
 }
 
+// A retry the adaptive budget refuses after its wait was never sent: it
+// is not counted as a retry, the one before it is.
+func TestTelemetryRetryRefusedAfterTheWaitIsNotCounted(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	rec, opts := withRecordedTelemetry(t)
+	budget := NewAdaptiveBudget(AdaptiveBudgetConfig{Capacity: 1, MinPerSecond: -1, Patience: 30 * time.Millisecond, PatienceDebt: 1})
+	c := newTestClient(t, append(opts, WithBudget(budget))...)
+	srv.FailNext(10, http.StatusServiceUnavailable, 0)
+	in := begin(t, c, "", paymentRequest(t, srv.URL, 100, "otel-held"))
+	_, err := c.Do(context.Background(), in)
+	require.ErrorIs(t, err, ErrBudgetExhausted)
+
+	rm := rec.metrics(t)
+	assert.Equal(t, int64(2), counter(t, rm, "idem.client.attempts"))
+	assert.Equal(t, int64(1), counter(t, rm, "idem.client.retries"), "the retry sent, not the one refused")
+	assert.Equal(t, int64(1), counter(t, rm, "idem.client.give_ups", attrGiveUpReason.String("budget_exhausted")))
+}
+
 // A retry waiting for a token of the adaptive budget shows on its gauge.
 func TestTelemetryAdaptiveBudgetWaitingGauge(t *testing.T) {
 	t.Parallel()
