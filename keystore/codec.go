@@ -27,6 +27,9 @@ const recordChecksumSize = sha256.Size
 
 // encodeRecord turns r into its stored form. Times are stored in UTC so a
 // record reads back the same whatever the zone of the process that wrote it.
+// The JSON is json.Marshal's, byte for byte, written by appendRecordJSON
+// straight after room for the encoding byte and the checksum: one
+// allocation for most records.
 func encodeRecord(r *Record) ([]byte, error) {
 	c := *r
 	c.CreatedAt = r.CreatedAt.UTC()
@@ -42,15 +45,22 @@ func encodeRecord(r *Record) ([]byte, error) {
 			c.Reconciliations[i] = v
 		}
 	}
-	js, err := json.Marshal(&c)
-	if err != nil {
-		return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)
+	const head = 1 + recordChecksumSize
+	out := make([]byte, head, head+recordJSONSize(&c))
+	out, ok := appendRecordJSON(out, &c)
+	if !ok {
+		// A value appendRecordJSON does not write (a time MarshalJSON
+		// refuses): json.Marshal says why.
+		js, err := json.Marshal(&c)
+		if err != nil {
+			return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)
+		}
+		out = append(out[:head], js...)
 	}
-	sum := sha256.Sum256(js)
-	out := make([]byte, 0, 1+len(sum)+len(js))
-	out = append(out, recordEncodingV2)
-	out = append(out, sum[:]...)
-	return append(out, js...), nil
+	out[0] = recordEncodingV2
+	sum := sha256.Sum256(out[head:])
+	copy(out[1:head], sum[:])
+	return out, nil
 }
 
 // decodeRecord reads a record stored under key. Anything unreadable, or a
@@ -80,13 +90,19 @@ type recordSummary struct {
 	Purged    time.Time `json:"purged_at"`
 }
 
-// decodeSummary reads the summary of a record stored under key.
+// decodeSummary reads the summary of a record stored under key, with
+// scanSummary when it can.
 func decodeSummary(key string, data []byte) (recordSummary, error) {
 	var s recordSummary
 	js, err := recordJSON(key, data)
 	if err != nil {
 		return s, err
 	}
+	if fast, ok := scanSummary(js); ok {
+		return fast, nil
+	}
+	// Anything scanSummary leaves (malformed JSON among it) reads as it
+	// always has.
 	if err := json.Unmarshal(js, &s); err != nil {
 		return s, fmt.Errorf("%w: record %s: %v", ErrCorrupt, keyRef(key), err)
 	}
