@@ -51,7 +51,7 @@ func encodeRecord(r *Record) ([]byte, error) {
 	if !ok {
 		// A value appendRecordJSON does not write (a time MarshalJSON
 		// refuses): json.Marshal says why.
-		js, err := json.Marshal(&c)
+		js, err := marshalRecord(c)
 		if err != nil {
 			return nil, fmt.Errorf("keystore: encode record %s: %w", keyRef(r.Key), err)
 		}
@@ -61,6 +61,12 @@ func encodeRecord(r *Record) ([]byte, error) {
 	sum := sha256.Sum256(out[head:])
 	copy(out[1:head], sum[:])
 	return out, nil
+}
+
+// marshalRecord is json.Marshal(&c), in a function of its own so that
+// only this rare path moves a copy of the record to the heap.
+func marshalRecord(c Record) ([]byte, error) {
+	return json.Marshal(&c)
 }
 
 // decodeRecord reads a record stored under key. Anything unreadable, or a
@@ -93,16 +99,22 @@ type recordSummary struct {
 // decodeSummary reads the summary of a record stored under key, with
 // scanSummary when it can.
 func decodeSummary(key string, data []byte) (recordSummary, error) {
-	var s recordSummary
 	js, err := recordJSON(key, data)
 	if err != nil {
-		return s, err
+		return recordSummary{}, err
 	}
-	if fast, ok := scanSummary(js); ok {
-		return fast, nil
+	if s, ok := scanSummary(js); ok {
+		return s, nil
 	}
 	// Anything scanSummary leaves (malformed JSON among it) reads as it
 	// always has.
+	return unmarshalSummary(key, js)
+}
+
+// unmarshalSummary is decodeSummary with json.Unmarshal, in a function of
+// its own so that only this rare path allocates the summary.
+func unmarshalSummary(key string, js []byte) (recordSummary, error) {
+	var s recordSummary
 	if err := json.Unmarshal(js, &s); err != nil {
 		return s, fmt.Errorf("%w: record %s: %v", ErrCorrupt, keyRef(key), err)
 	}

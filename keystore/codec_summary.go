@@ -142,10 +142,17 @@ func internState(b []byte) State {
 // case-insensitively, with Unicode folding: a name that equals a wanted
 // one only so (or any name with a non-ASCII byte) is summaryOdd.
 func summaryField(name []byte) int {
-	for i, w := range summaryNames {
-		if string(name) == w {
-			return i
-		}
+	switch string(name) {
+	case "name":
+		return summaryName
+	case "state":
+		return summaryState
+	case "created_at":
+		return summaryCreatedAt
+	case "updated_at":
+		return summaryUpdatedAt
+	case "purged_at":
+		return summaryPurged
 	}
 	for _, c := range name {
 		if c >= utf8.RuneSelf {
@@ -198,6 +205,8 @@ func (p *jsonScan) str() (start, end int, escaped, ok bool) {
 	for p.i < len(p.js) {
 		c := p.js[p.i]
 		switch {
+		case jsonStrPlain[c]:
+			p.i++
 		case c == '"':
 			end = p.i
 			p.i++
@@ -207,14 +216,21 @@ func (p *jsonScan) str() (start, end int, escaped, ok bool) {
 			if !p.escape() {
 				return 0, 0, false, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return 0, 0, false, false
-		default:
-			p.i++
 		}
 	}
 	return 0, 0, false, false
 }
+
+// jsonStrPlain marks the bytes that stand for themselves in a JSON
+// string: all but control characters, the quote and the backslash.
+var jsonStrPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // escape consumes one escape sequence, the backslash first.
 func (p *jsonScan) escape() bool {

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// unmarshalSummary is how decodeSummary read a record's JSON before
+// jsonSummary is how decodeSummary read a record's JSON before
 // scanSummary: json.Unmarshal alone.
-func unmarshalSummary(js []byte) (recordSummary, error) {
+func jsonSummary(js []byte) (recordSummary, error) {
 	var s recordSummary
 	err := json.Unmarshal(js, &s)
 	return s, err
@@ -26,7 +26,7 @@ func unmarshalSummary(js []byte) (recordSummary, error) {
 // accepted js.
 func checkSummary(t testing.TB, js []byte) bool {
 	t.Helper()
-	want, werr := unmarshalSummary(js)
+	want, werr := jsonSummary(js)
 	fast, ok := scanSummary(js)
 	if ok && (werr != nil || !reflect.DeepEqual(fast, want)) {
 		t.Fatalf("scanSummary(%q) = %+v, json.Unmarshal %+v, %v", js, fast, want, werr)
@@ -71,7 +71,7 @@ func TestSummaryRandomRecords(t *testing.T) {
 		}
 		sum, err := decodeSummary(r.Key, data)
 		require.NoError(t, err)
-		want, err := unmarshalSummary(js)
+		want, err := jsonSummary(js)
 		require.NoError(t, err)
 		assert.Equal(t, want, sum)
 		if plain {
