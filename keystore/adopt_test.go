@@ -23,6 +23,7 @@ type adoptingStore struct{ adopterStore }
 type adopterStore interface {
 	keystore.Store
 	keystore.Adopter
+	keystore.Sharer // every store that adopts also shares what it adopted
 }
 
 func (s adoptingStore) Create(ctx context.Context, r *keystore.Record) (*keystore.Record, bool, error) {
@@ -41,7 +42,7 @@ func (s adoptingStore) Update(ctx context.Context, r *keystore.Record) error {
 	return s.AdoptUpdate(ctx, r.Clone())
 }
 
-// adopters opens each store that implements Adopter, empty.
+// adopters opens each store that implements Adopter (and Sharer), empty.
 var adopters = []struct {
 	name string
 	open func(t *testing.T) adopterStore

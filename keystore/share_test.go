@@ -12,31 +12,11 @@ import (
 	"github.com/idemkit/idem/keystore"
 )
 
-// sharingStore is a store that adopts and shares records.
-type sharingStore interface {
-	keystore.Store
-	keystore.Adopter
-	keystore.Sharer
-}
-
-// sharingStores are the keystores that share what they adopted.
-var sharingStores = []struct {
-	name string
-	open func(t *testing.T) sharingStore
-}{
-	{"memory", func(*testing.T) sharingStore { return keystore.NewMemory() }},
-	{"bolt", func(t *testing.T) sharingStore {
-		b, err := keystore.OpenBolt(filepath.Join(t.TempDir(), "keys.db"), nil)
-		require.NoError(t, err)
-		return b
-	}},
-}
-
 // An adopted record is handed out by GetShared as it was handed over,
 // until a write replaces it; Get, GetByName and List still copy it.
 func TestGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T) {
 	t.Parallel()
-	for _, st := range sharingStores {
+	for _, st := range adopters {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
 			testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t, st.open(t))
@@ -44,7 +24,7 @@ func TestGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T) {
 	}
 }
 
-func testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T, m sharingStore) {
+func testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T, m adopterStore) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second) // as a decoded copy reads it back
 	r := &keystore.Record{
@@ -99,7 +79,7 @@ func testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T, m sharingSto
 // Purge sees an adopted record as it sees an encoded one.
 func TestPurgeTombstonesAnAdoptedRecord(t *testing.T) {
 	t.Parallel()
-	for _, st := range sharingStores {
+	for _, st := range adopters {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
 			testPurgeTombstonesAnAdoptedRecord(t, st.open(t))
@@ -107,7 +87,7 @@ func TestPurgeTombstonesAnAdoptedRecord(t *testing.T) {
 	}
 }
 
-func testPurgeTombstonesAnAdoptedRecord(t *testing.T, m sharingStore) {
+func testPurgeTombstonesAnAdoptedRecord(t *testing.T, m adopterStore) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second) // as a decoded copy reads it back
 	r := &keystore.Record{
