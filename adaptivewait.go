@@ -14,6 +14,16 @@ type tokenWaiter struct {
 	handed chan struct{}
 }
 
+// wasHanded reports whether a token has been handed to w.
+func (w *tokenWaiter) wasHanded() bool {
+	select {
+	case <-w.handed:
+		return true
+	default:
+		return false
+	}
+}
+
 // refuseAtOnce reports whether a retry asked for at now is refused
 // before its backoff even starts: the bucket is empty and the server is
 // down (nothing accepted over the last window, watched for the patience
@@ -56,6 +66,10 @@ func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) er
 	var me *tokenWaiter
 	for {
 		b.handOut(now)
+		if me != nil && me.wasHanded() {
+			b.mu.Unlock() // the floor's token, handed out just now
+			return nil
+		}
 		if me == nil && len(b.waiters) == 0 && b.tokens >= 1 {
 			b.tokens--
 			s.retries++
@@ -87,11 +101,9 @@ func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) er
 		}
 		t.Stop()
 		b.mu.Lock()
-		select {
-		case <-me.handed: // a token came, whatever else happened
+		if me.wasHanded() { // a token came, whatever else happened
 			b.mu.Unlock()
 			return nil
-		default:
 		}
 		if err != nil {
 			b.leave(me)
