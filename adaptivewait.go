@@ -32,11 +32,10 @@ func (w *tokenWaiter) wasHanded() bool {
 func (b *AdaptiveBudget) refuseAtOnce(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.advance(now)
+	s := b.advance(now)
 	if b.tokens >= 1 || !b.down(now) {
 		return false
 	}
-	s := b.advance(now)
 	s.requests++
 	s.refused++
 	return true
