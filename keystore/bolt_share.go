@@ -42,7 +42,7 @@ func (s *adoptedSet) add(r *Record) *adoptedEntry {
 	e := &adoptedEntry{rec: r}
 	s.recs[r.Key] = e
 	s.order = append(s.order, r.Key)
-	for len(s.recs) > adoptedMax || len(s.order) > 2*adoptedMax {
+	for len(s.order) > 1 && (len(s.recs) > adoptedMax || len(s.order) > 2*adoptedMax) {
 		if old, ok := s.recs[s.order[0]]; ok && old != e {
 			delete(s.recs, s.order[0])
 		}

@@ -2,6 +2,7 @@ package keystore_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -150,4 +151,37 @@ func TestBoltSharesOnlyAdoptedRecordsAndDropsThemOnADeferredWrite(t *testing.T) 
 	renamed := again.Clone()
 	renamed.Name = "another"
 	require.Error(t, b.UpdateDeferred(ctx, renamed), "a name belongs to its intent for life")
+}
+
+// The bolt keystore keeps a bounded number of adopted records: the oldest
+// are read from the file again, and every one reads back whole.
+func TestBoltAdoptedRecordsAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := keystore.OpenBolt(filepath.Join(t.TempDir(), "keys.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	now := time.Now().UTC().Truncate(time.Second)
+	var recs []*keystore.Record
+	for i := range 1500 {
+		r := &keystore.Record{Key: fmt.Sprintf("k-%04d", i), Method: "POST", URL: "https://example.test/pay",
+			Body: []byte(`{"amount":1}`), Fingerprint: "f", State: keystore.Pending, CreatedAt: now, UpdatedAt: now}
+		_, _, err := b.AdoptCreate(ctx, r)
+		require.NoError(t, err)
+		recs = append(recs, r)
+	}
+	shared := 0
+	for _, r := range recs {
+		got, err := b.GetShared(ctx, r.Key)
+		require.NoError(t, err)
+		assert.Equal(t, r.Key, got.Key)
+		if got == r {
+			shared++
+		}
+	}
+	assert.Positive(t, shared)
+	assert.LessOrEqual(t, shared, 1024, "at most adoptedMax kept")
+	last, err := b.GetShared(ctx, recs[len(recs)-1].Key)
+	require.NoError(t, err)
+	assert.Same(t, recs[len(recs)-1], last, "the newest is kept")
 }
