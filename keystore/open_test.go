@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,18 +58,28 @@ func TestOpenPostgresWithoutItsPackageNamesTheImport(t *testing.T) {
 	}
 }
 
-// An opener registered for a scheme gets its URLs and the settings
-// meant for it; its errors are named by the redacted location.
-func TestOpenUsesARegisteredOpener(t *testing.T) {
-	t.Parallel()
-	type key struct{}
+// openTestKey is the setting the test opener reads.
+type openTestKey struct{}
+
+// registerTestOpeners registers the tests' schemes once per process: the
+// registry is global, and a scheme registered twice panics (-count=2 runs
+// the tests again in the same process).
+var registerTestOpeners = sync.OnceFunc(func() {
 	RegisterOpener("Idem-Open-Test", func(_ context.Context, location string, s OpenerSettings) (Store, error) {
-		if s.Value(key{}) != "memory" {
+		if s.Value(openTestKey{}) != "memory" {
 			return nil, errors.New("refused " + RedactLocation(location))
 		}
 		return NewMemory(), nil
 	})
-	st, err := Open(context.Background(), "idem-open-test://u:s3cret@h/x", WithOpenerSetting(key{}, "memory"))
+	RegisterOpener("idem-nil-test", func(context.Context, string, OpenerSettings) (Store, error) { return nil, nil })
+})
+
+// An opener registered for a scheme gets its URLs and the settings
+// meant for it; its errors are named by the redacted location.
+func TestOpenUsesARegisteredOpener(t *testing.T) {
+	t.Parallel()
+	registerTestOpeners()
+	st, err := Open(context.Background(), "idem-open-test://u:s3cret@h/x", WithOpenerSetting(openTestKey{}, "memory"))
 	require.NoError(t, err)
 	assert.IsType(t, &Memory{}, st)
 	require.NoError(t, st.Close())
@@ -87,7 +98,7 @@ func TestOpenUsesARegisteredOpener(t *testing.T) {
 
 func TestOpenRefusesAnOpenerThatReturnsNothing(t *testing.T) {
 	t.Parallel()
-	RegisterOpener("idem-nil-test", func(context.Context, string, OpenerSettings) (Store, error) { return nil, nil })
+	registerTestOpeners()
 	_, err := Open(context.Background(), "idem-nil-test://h/x")
 	assert.ErrorContains(t, err, "returned no store")
 }
