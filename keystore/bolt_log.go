@@ -142,17 +142,32 @@ func (b *Bolt) loadLog() error {
 // has grown to foldAt.
 func (b *Bolt) afterCommit() {
 	b.log.committedTx()
-	if b.log.size() >= b.foldAt && b.log.folding.CompareAndSwap(false, true) {
-		go func() {
-			defer b.log.folding.Store(false)
-			release, err := b.enter()
-			if err != nil {
-				return
-			}
-			defer release()
-			_ = b.fold() // a failed fold leaves the log as it was; the next one retries
-		}()
+	b.foldIfGrown()
+}
+
+// foldIfGrown starts a fold in the background when the log has reached
+// foldAt and none is running. A fold that succeeds looks again once it is
+// over: the commits made during it saw it running and started none, so
+// without that look a log they grew past foldAt would stay so until the
+// next write. A failed fold leaves the log as it was, for the next commit
+// to retry.
+func (b *Bolt) foldIfGrown() {
+	if b.log.size() < b.foldAt || !b.log.folding.CompareAndSwap(false, true) {
+		return
 	}
+	go func() {
+		release, err := b.enter()
+		if err != nil {
+			b.log.folding.Store(false)
+			return
+		}
+		err = b.fold()
+		release()
+		b.log.folding.Store(false)
+		if err == nil {
+			b.foldIfGrown()
+		}
+	}()
 }
 
 // locate returns where the record with key is stored in tx: its log id in
