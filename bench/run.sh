@@ -40,6 +40,10 @@ echo "== durable call on bbolt: the settle deferred into the next group commit (
 interleaved -test.bench '^BenchmarkCallDurable$' -test.benchtime 1000x | tee "$OUT/durable.txt"
 $BENCHSTAT -col /settle "$OUT/durable.txt" | tee "$OUT/durable.stat"
 
+echo "== durable call on bbolt vs its floor: one raw bbolt Update plus one net/http POST"
+interleaved -test.bench '^BenchmarkCallDurableFloor$' -test.benchtime 1000x | tee "$OUT/durablefloor.txt"
+$BENCHSTAT -col /op "$OUT/durablefloor.txt" | tee "$OUT/durablefloor.stat"
+
 echo "== keystore: lone Begin on bbolt vs one raw bbolt Update"
 interleaved -test.bench '^BenchmarkBeginFloor$' -test.benchtime 1000x | tee "$OUT/floor.txt"
 $BENCHSTAT -col /op "$OUT/floor.txt" | tee "$OUT/floor.stat"
