@@ -31,8 +31,8 @@ func (s spread) format(verb string) string {
 // WriteStormTable writes the storm's rounds (rounds[r][i] is contender i
 // in round r) as a Markdown table of medians with their ranges. Attempts
 // and makespan are also shown as ratios to the contender named baseline,
-// and makespan to the fastest jittered contender that failed no caller,
-// all taken within each round.
+// and makespan to the fastest jittered comparison strategy (Jittered)
+// that failed no caller, all taken within each round.
 func WriteStormTable(w io.Writer, rounds [][]StormResult, contenders []StormContender, baseline string) error {
 	if len(rounds) == 0 {
 		return fmt.Errorf("bench: storm table: no rounds")
@@ -42,7 +42,7 @@ func WriteStormTable(w io.Writer, rounds [][]StormResult, contenders []StormCont
 		return fmt.Errorf("bench: storm table: no contender named %q", baseline)
 	}
 	if _, err := io.WriteString(w, "| strategy | failed callers | attempts / caller | attempts vs "+baseline+
-		" | makespan | makespan vs "+baseline+" | makespan / fastest jittered | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"); err != nil {
+		" | makespan | makespan vs "+baseline+" | makespan / fastest comparison | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"); err != nil {
 		return err
 	}
 	for i, c := range contenders {
