@@ -165,7 +165,8 @@ func TestDoInProgressWaitsForTheReplay(t *testing.T) {
 		resp.Body.Close()
 		rawDone <- resp.StatusCode
 	}()
-	require.Eventually(t, func() bool { return srv.Requests() >= 1 }, 5*time.Second, time.Millisecond)
+	// Held, not only arrived: the raw request must have reserved the key.
+	require.Eventually(t, func() bool { return srv.Holding() >= 1 }, 5*time.Second, time.Millisecond)
 
 	in := begin(t, c, "", paymentRequest(t, srv.URL, 1200, "held"))
 	resp, err := c.Do(context.Background(), in)

@@ -125,6 +125,11 @@ func (s *Server) Payments(token string) []Payment {
 	return payments
 }
 
+// Holding returns how many guarded requests hold their key right now:
+// reserved, and their handler (or the delay of SetHandlerDelay) still
+// running. A test that needs a key held by another request waits for it.
+func (s *Server) Holding() int { return s.ref.Faults().Holding() }
+
 // Requests returns how many POST requests to guarded routes arrived,
 // faulted ones included: one per attempt, so retry tests can count them.
 func (s *Server) Requests() int { return s.ref.GuardedRequests() }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,7 +27,14 @@ type Faults struct {
 	handlerDelay   time.Duration
 	crashCount     int
 	crash          func()
+	// holding counts the requests inside the layer now: key reserved,
+	// handler (and its delay) running.
+	holding atomic.Int64
 }
+
+// Holding returns how many guarded requests hold their key right now:
+// reserved, their handler (or its injected delay) still running.
+func (f *Faults) Holding() int { return int(f.holding.Load()) }
 
 // FaultState is what Faults has armed.
 type FaultState struct {
@@ -214,6 +222,8 @@ func (f *Faults) outside(next http.Handler, logger *slog.Logger) http.Handler {
 // answers 503 without executing, which releases its key.
 func (f *Faults) inside(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.holding.Add(1)
+		defer f.holding.Add(-1)
 		if d := f.delay(); d > 0 {
 			timer := time.NewTimer(d)
 			defer timer.Stop()
