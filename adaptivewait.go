@@ -121,10 +121,11 @@ func (b *AdaptiveBudget) acquire(ctx context.Context, clock func() time.Time) er
 }
 
 // waitBound is how long the retry me (nil: one about to join the queue),
-// which has waited for waited, sleeps before it looks again, unless a token is handed to it first; or
-// refused when it must give up now: the server is down, it has waited
-// MaxDelay, ctx's deadline is reached, or it would join PatienceDebt
-// retries already waiting for a first accept. The caller holds b.mu.
+// which has waited for waited, sleeps before it looks again, unless a
+// token is handed to it first; or refused when it must give up now: the
+// server is down, it has waited MaxDelay, ctx's deadline is reached, or
+// it would join PatienceDebt retries already waiting for a first accept.
+// The caller holds b.mu.
 func (b *AdaptiveBudget) waitBound(ctx context.Context, now time.Time, waited time.Duration, me *tokenWaiter) (time.Duration, bool) {
 	joining := me == nil
 	w := b.window(now)

@@ -55,6 +55,17 @@ var adopters = []struct {
 	}},
 }
 
+// forEachAdopter runs test against a fresh store of each adopter, in
+// parallel subtests named after them.
+func forEachAdopter(t *testing.T, test func(t *testing.T, s adopterStore)) {
+	for _, a := range adopters {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, a.open(t))
+		})
+	}
+}
+
 func TestAdoptContract(t *testing.T) {
 	t.Parallel()
 	for _, a := range adopters {

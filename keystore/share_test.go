@@ -17,12 +17,7 @@ import (
 // until a write replaces it; Get, GetByName and List still copy it.
 func TestGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T) {
 	t.Parallel()
-	for _, st := range adopters {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t, st.open(t))
-		})
-	}
+	forEachAdopter(t, testGetSharedHandsOutTheAdoptedRecordUntilAWrite)
 }
 
 func testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T, m adopterStore) {
@@ -80,12 +75,7 @@ func testGetSharedHandsOutTheAdoptedRecordUntilAWrite(t *testing.T, m adopterSto
 // Purge sees an adopted record as it sees an encoded one.
 func TestPurgeTombstonesAnAdoptedRecord(t *testing.T) {
 	t.Parallel()
-	for _, st := range adopters {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			testPurgeTombstonesAnAdoptedRecord(t, st.open(t))
-		})
-	}
+	forEachAdopter(t, testPurgeTombstonesAnAdoptedRecord)
 }
 
 func testPurgeTombstonesAnAdoptedRecord(t *testing.T, m adopterStore) {
