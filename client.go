@@ -32,8 +32,11 @@ type Client struct {
 	// their stored URLs (see WithSecretQueryParams).
 	params secretVault[url.Values]
 	unsent unsentSet
-	closed atomic.Bool
-	tel    *telemetry // nil without WithTracerProvider or WithMeterProvider
+	// principalMemo is the default principal of the last credentials
+	// Begin named (principalmemo.go).
+	principalMemo principalMemoSlot
+	closed        atomic.Bool
+	tel           *telemetry // nil without WithTracerProvider or WithMeterProvider
 
 	// updateFn and storeSettledFn are c.update and c.storeSettled, made
 	// once: a method value handed to write is otherwise allocated on
@@ -98,6 +101,7 @@ func (c *Client) Close() error {
 		c.cfg.httpClient.CloseIdleConnections()
 	}
 	c.releaseUnsentClaims()
+	c.principalMemo.forget()
 	c.tel.close()
 	if err := c.store.Close(); err != nil {
 		return fmt.Errorf("idem: closing keystore: %w", err)

@@ -299,8 +299,18 @@ func (c *Client) beginPrincipal(req *http.Request, stored, secrets http.Header) 
 	if c.cfg.principal != nil {
 		return c.principalOf(withHeaders(req, stored, secrets))
 	}
-	names, params := c.secretNamesOf(secrets, req)
-	return c.credentialsPrincipal(secrets, params, names), names, nil
+	params := c.secretParamsOf(req)
+	if params == nil {
+		if principal, names, ok := c.principalMemo.lookup(secrets); ok {
+			return principal, names, nil
+		}
+	}
+	names := c.secretNames(secrets, params)
+	principal := c.credentialsPrincipal(secrets, params, names)
+	if params == nil && principal != "" {
+		c.principalMemo.remember(secrets, names, principal)
+	}
+	return principal, names, nil
 }
 
 // withHeaders is req as it is sent: its stored headers and its secrets

@@ -84,18 +84,24 @@ func (c *Client) principalOf(req *http.Request) (string, []string, error) {
 // parameters of req's URL (marked with queryMark), sorted, with those
 // parameters' values.
 func (c *Client) secretNamesOf(header http.Header, req *http.Request) ([]string, url.Values) {
+	params := c.secretParamsOf(req)
+	return c.secretNames(header, params), params
+}
+
+// secretNames lists the secret headers in header and the secret query
+// parameters params (marked with queryMark), sorted.
+func (c *Client) secretNames(header http.Header, params url.Values) []string {
 	var names []string
 	for name, values := range header {
 		if len(values) > 0 && c.cfg.secretHeaders[http.CanonicalHeaderKey(name)] {
 			names = append(names, http.CanonicalHeaderKey(name))
 		}
 	}
-	params := c.secretParamsOf(req)
 	for name := range params {
 		names = append(names, queryMark+name)
 	}
 	slices.Sort(names)
-	return names, params
+	return names
 }
 
 // credentialsPrincipal is the default principal: a fingerprint of the
