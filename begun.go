@@ -32,11 +32,10 @@ type begunIntent struct {
 }
 
 // begunIntentOf is the Intent of rec, which Begin built and the keystore
-// adopted, with what Begin derived rec from: rec's URL is the string of
-// u without its user information, with no secret query parameters taken
-// out when params is nil. The Intent and its begunIntent are one
-// allocation.
-func begunIntentOf(rec *keystore.Record, u *url.URL, params url.Values, secrets http.Header) *Intent {
+// adopted, with what Begin derived rec from: rec's URL is target's
+// string, with no secret query parameters taken out when params is nil.
+// The Intent and its begunIntent are one allocation.
+func begunIntentOf(rec *keystore.Record, target *urlMemo, params url.Values, secrets http.Header) *Intent {
 	both := &struct {
 		in    Intent
 		begun begunIntent
@@ -45,9 +44,8 @@ func begunIntentOf(rec *keystore.Record, u *url.URL, params url.Values, secrets 
 	b := &both.begun
 	b.rec, b.secrets = rec, secrets
 	if params == nil { // else rec.URL is another string than u's: the secrets came out of its query
-		b.target = *u
-		b.target.User = nil // what withoutURLCredentials stored the string of
-		b.parsed = reparsesAsItself(&b.target)
+		b.target = target.u
+		b.parsed = target.reparses
 	}
 	both.in.begun = b
 	return &both.in

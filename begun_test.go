@@ -182,7 +182,7 @@ func TestProvesPrincipalOnlyByConstruction(t *testing.T) {
 	t.Parallel()
 	c := newTestClient(t)
 	in := begin(t, c, "", paymentRequest(t, "http://127.0.0.1:1", 1, "proof"))
-	secrets := c.secrets.get(in.Key)
+	secrets := c.local.secrets(in.Key)
 	require.NotNil(t, secrets)
 	assert.True(t, c.provesPrincipal(in.begun, secrets, nil))
 	assert.False(t, c.provesPrincipal(nil, secrets, nil), "a record Begin did not build here")
@@ -191,11 +191,11 @@ func TestProvesPrincipalOnlyByConstruction(t *testing.T) {
 
 	edited := newTestClient(t, WithRequestEditor(func(context.Context, *http.Request) error { return nil }))
 	in = begin(t, edited, "", paymentRequest(t, "http://127.0.0.1:1", 1, "proof"))
-	assert.False(t, edited.provesPrincipal(in.begun, edited.secrets.get(in.Key), nil), "an editor may change the credentials")
+	assert.False(t, edited.provesPrincipal(in.begun, edited.local.secrets(in.Key), nil), "an editor may change the credentials")
 
 	named := newTestClient(t, WithPrincipal(func(*http.Request) (string, error) { return "tenant", nil }))
 	in = begin(t, named, "", paymentRequest(t, "http://127.0.0.1:1", 1, "proof"))
-	assert.False(t, named.provesPrincipal(in.begun, named.secrets.get(in.Key), nil), "a Principal function may read anything")
+	assert.False(t, named.provesPrincipal(in.begun, named.local.secrets(in.Key), nil), "a Principal function may read anything")
 }
 
 // Secrets that are no longer the ones Begin kept are checked again: an
@@ -205,8 +205,43 @@ func TestReplacedSecretsAreCheckedAgain(t *testing.T) {
 	srv, sent := recordingServer(t)
 	c := newTestClient(t)
 	in := begin(t, c, "", paymentRequest(t, srv.URL, 1, "replaced"))
-	c.secrets.put(in.Key, http.Header{"Authorization": {"Bearer tok_of_another_tenant"}})
+	c.local.putSecrets(in.Key, http.Header{"Authorization": {"Bearer tok_of_another_tenant"}})
 	_, err := c.Do(context.Background(), in)
 	require.ErrorIs(t, err, ErrCredentialsMismatch)
 	assert.Empty(t, sent(), "nothing is sent")
+}
+
+// Begin stores each URL as its own string, and vouches for its parse as
+// it would for that URL alone, whatever URL it stored before (the memo of
+// the last one): repeated, alternated, with user information, a query, a
+// path that differs in escapes only.
+func TestEachURLIsStoredAsItselfWhateverCameBefore(t *testing.T) {
+	t.Parallel()
+	c := newTestClient(t)
+	raws := []string{
+		"https://api.example/v1/payments",
+		"https://api.example/v1/payments?expand=charge",
+		"https://user:pw@api.example/v1/payments",
+		"https://api.example/v1/pay%2Fments",
+		"https://api.example:8443/v1/payments",
+		"http://api.example/v1/payments",
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 200 {
+		raw := raws[r.IntN(len(raws))]
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		req := paymentRequest(t, "https://placeholder.example", 1, "memo")
+		req.URL, req.Host = u, u.Host
+		in := begin(t, c, "", req)
+		bare := *u
+		bare.User = nil
+		require.Equal(t, bare.String(), in.URL, "round %d: %s", i, raw)
+		require.NotNil(t, in.begun, raw)
+		require.Equal(t, reparsesAsItself(&bare), in.begun.parsed, raw)
+		require.Equal(t, bare, in.begun.target, raw)
+		if u.User != nil {
+			assert.NotEmpty(t, c.local.secrets(in.Key).Get("Authorization"), "user information becomes Basic credentials")
+		}
+	}
 }

@@ -2,12 +2,12 @@ package idem
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 
@@ -26,17 +26,18 @@ type Client struct {
 	log    *slog.Logger
 	sender *http.Client // the shared pool, shielded from CloseIdleConnections, with intentRedirects
 
-	locks   keyLocks
-	secrets secretVault[http.Header]
-	// params are the secret query parameters of intents, kept out of
-	// their stored URLs (see WithSecretQueryParams).
-	params secretVault[url.Values]
-	unsent unsentSet
+	locks keyLocks
+	// local holds the secrets of intents (headers, and query parameters
+	// kept out of their stored URLs, see WithSecretQueryParams) and which
+	// of them were never executed.
+	local localState
 	// principalMemo is the default principal of the last credentials
 	// Begin named (principalmemo.go).
 	principalMemo principalMemoSlot
-	closed        atomic.Bool
-	tel           *telemetry // nil without WithTracerProvider or WithMeterProvider
+	// urlMemo is the last URL Begin stored (urlmemo.go).
+	urlMemo urlMemoSlot
+	closed  atomic.Bool
+	tel     *telemetry // nil without WithTracerProvider or WithMeterProvider
 
 	// updateFn and storeSettledFn are c.update and c.storeSettled, made
 	// once: a method value handed to write is otherwise allocated on
@@ -121,7 +122,7 @@ func (c *Client) releaseUnsentClaims() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.writeGrace)
 	defer cancel()
-	for _, key := range c.unsent.keys() {
+	for _, key := range c.local.unsentKeys() {
 		if err := claimer.Unclaim(ctx, key, c.cfg.claims.owner); err != nil {
 			c.log.WarnContext(ctx, "idem: releasing a claim at close failed; it runs out with its lease", "key", keyHash(key), "err", err)
 			if ctx.Err() != nil {
@@ -153,11 +154,23 @@ func keyHash(key string) string {
 // NewKeyV4 returns a random (version 4) UUID from crypto/rand. It is the
 // default key generator.
 func NewKeyV4() (string, error) {
-	u, err := uuid.NewRandom()
-	if err != nil {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
 		return "", fmt.Errorf("idem: generating key: %w", err)
 	}
-	return u.String(), nil
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return string(s[:]), nil
 }
 
 // NewKeyV7 returns a time-ordered (version 7) UUID whose low bits come
@@ -232,41 +245,4 @@ func (l *keyLocks) release(key string, kl *keyLock) {
 			l.spare = kl
 		}
 	}
-}
-
-// secretVault keeps secrets (headers, query parameters) in memory, per
-// key, for this process. The values it holds are never modified once
-// stored: put takes ownership of a value its caller built, and get hands
-// out the stored value read-only, so neither needs a copy.
-type secretVault[T ~map[string][]string] struct {
-	mu sync.Mutex
-	m  map[string]T
-}
-
-// put stores v as the secrets of key and takes ownership of it: the caller
-// must not modify v afterwards.
-func (v *secretVault[T]) put(key string, s T) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(s) == 0 {
-		delete(v.m, key)
-		return
-	}
-	if v.m == nil {
-		v.m = make(map[string]T)
-	}
-	v.m[key] = s
-}
-
-// get returns the secrets of key, or nil; the caller must not modify them.
-func (v *secretVault[T]) get(key string) T {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.m[key]
-}
-
-func (v *secretVault[T]) forget(key string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.m, key)
 }

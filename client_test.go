@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -68,6 +69,24 @@ func TestKeyGenerators(t *testing.T) {
 	assert.Error(t, dialect.Draft().CheckKey(strings.Repeat("a", 256)))
 	assert.Error(t, dialect.Draft().CheckKey("a b"))
 	assert.NoError(t, dialect.Draft().CheckKey(strings.Repeat("~", 255)))
+}
+
+// A V4 key is a random UUID in its canonical text form: version 4, the
+// RFC 9562 variant, lower-case hex, as uuid.Parse reads and writes it.
+func TestKeyV4IsACanonicalRandomUUID(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for range 1000 {
+		k, err := NewKeyV4()
+		require.NoError(t, err)
+		u, err := uuid.Parse(k)
+		require.NoError(t, err)
+		require.Equal(t, uuid.Version(4), u.Version(), k)
+		require.Equal(t, uuid.RFC4122, u.Variant(), k)
+		require.Equal(t, u.String(), k)
+		require.False(t, seen[k])
+		seen[k] = true
+	}
 }
 
 func TestLogsNeverCarryKeysOrBodies(t *testing.T) {

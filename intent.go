@@ -167,8 +167,9 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	method := requestMethod(req)
 	host := hostOverride(req)
 	header, secrets := c.splitSecrets(req.Header)
-	target, secrets := withoutURLCredentials(req.URL, secrets)
-	target, params := c.withoutSecretParams(target)
+	secrets = withURLCredentials(req.URL, secrets)
+	stored := c.urlMemo.of(req.URL)
+	target, params := c.withoutSecretParams(stored.s)
 
 	key, body, err := c.intentKey(payload, bopts.key)
 	if err != nil {
@@ -218,16 +219,12 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 		}
 		rec = existing
 	}
-	if created {
-		c.unsent.put(rec.Key)
-	}
-	c.secrets.put(rec.Key, secrets)
-	c.params.put(rec.Key, params)
+	c.local.begun(rec.Key, secrets, params, created)
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
 	if created && existing == rec {
-		return begunIntentOf(rec, req.URL, params, secrets), nil // built and fingerprinted above, and adopted as it is
+		return begunIntentOf(rec, stored, params, secrets), nil // built and fingerprinted above, and adopted as it is
 	}
 	return intentFromRecord(rec), nil
 }
@@ -589,26 +586,22 @@ func readUpTo(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	return buf, nil
 }
 
-// withoutURLCredentials returns u as stored, without its user information
-// (https://user:password@host/), which is a credential like Authorization.
-// As net/http would, it turns that information into Basic credentials in
-// secrets, unless secrets already hold an Authorization.
-func withoutURLCredentials(u *url.URL, secrets http.Header) (string, http.Header) {
-	if u.User == nil {
-		return u.String(), secrets
+// withURLCredentials returns secrets with the user information of u
+// (https://user:password@host/), a credential like Authorization, turned
+// into Basic credentials as net/http would, unless secrets already hold an
+// Authorization. The URL is stored without it (Client.storedURL).
+func withURLCredentials(u *url.URL, secrets http.Header) http.Header {
+	if u.User == nil || secrets.Get("Authorization") != "" {
+		return secrets
 	}
-	if secrets.Get("Authorization") == "" {
-		password, _ := u.User.Password()
-		basic := &http.Request{Header: http.Header{}}
-		basic.SetBasicAuth(u.User.Username(), password)
-		if secrets == nil {
-			secrets = http.Header{}
-		}
-		secrets["Authorization"] = basic.Header["Authorization"]
+	password, _ := u.User.Password()
+	basic := &http.Request{Header: http.Header{}}
+	basic.SetBasicAuth(u.User.Username(), password)
+	if secrets == nil {
+		secrets = http.Header{}
 	}
-	bare := *u
-	bare.User = nil
-	return bare.String(), secrets
+	secrets["Authorization"] = basic.Header["Authorization"]
+	return secrets
 }
 
 // splitSecrets returns h without its secret headers (and without any

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -37,12 +36,12 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 	if rec.Host != "" {
 		req.Host = rec.Host
 	}
-	secrets, params := c.secrets.get(rec.Key), c.params.get(rec.Key)
+	secrets, params, unsent := c.local.forSend(rec.Key)
 	withSecretParams(req, params)
 	// The first attempt may send this header itself (ownHeader), so it
 	// shares no value slice with the record or the kept secrets.
 	req.Header = mergeHeaders(rec.Header, secrets)
-	doubt := rec.MayHaveExecuted || !c.unsent.take(rec.Key)
+	doubt := rec.MayHaveExecuted || !unsent
 	res := c.send(ctx, &call{
 		req:       req,
 		ownHeader: true,
@@ -168,7 +167,7 @@ func (c *Client) stayPending(ctx context.Context, rec *keystore.Record, res *sen
 		return resp, errors.Join(ge, fmt.Errorf("idem: storing the attempts: %w", err))
 	}
 	if unsent {
-		c.unsent.put(rec.Key)
+		c.local.markUnsent(rec.Key)
 	}
 	return resp, ge
 }
@@ -187,44 +186,6 @@ func bufferLast(resp *http.Response) *http.Response {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	return resp
-}
-
-// unsentSet holds the keys of intents this Client knows were never
-// executed: begun here and not sent since, or whose every attempt was
-// answered "not executed". Only for those may a refusal that proves
-// nothing fail the intent.
-type unsentSet struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-func (s *unsentSet) put(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[string]struct{})
-	}
-	s.m[key] = struct{}{}
-}
-
-// keys lists the keys in the set.
-func (s *unsentSet) keys() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.m))
-	for k := range s.m {
-		out = append(out, k)
-	}
-	return out
-}
-
-// take removes key and reports whether it was there.
-func (s *unsentSet) take(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.m[key]
-	delete(s.m, key)
-	return ok
 }
 
 // mergeHeaders is a copy of stored with secrets set over it, all values in

@@ -142,7 +142,7 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) pollAnswer 
 		return pollAnswer{verdict: verdictSilent}
 	}
 	if intentURL, err := url.Parse(rec.URL); err == nil && sameOrigin(intentURL, req.URL) {
-		req.Header = c.secrets.get(rec.Key)
+		req.Header = c.local.secrets(rec.Key)
 		if rec.Host != "" {
 			req.Host = rec.Host
 		}

@@ -93,6 +93,5 @@ func (c *Client) secretParamsOf(req *http.Request) url.Values {
 
 // forgetSecrets drops every secret of key this process keeps.
 func (c *Client) forgetSecrets(key string) {
-	c.secrets.forget(key)
-	c.params.forget(key)
+	c.local.forgetSecrets(key)
 }
