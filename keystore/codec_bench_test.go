@@ -94,3 +94,19 @@ func BenchmarkDecodeSummary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeMemRecord is the in-memory encoding of the two records
+// of a call (Memory keeps the second).
+func BenchmarkEncodeMemRecord(b *testing.B) {
+	for _, rec := range []struct {
+		name string
+		r    *Record
+	}{{"pending", pendingRecord(1)}, {"settled", settledRecord(1)}} {
+		b.Run("record="+rec.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = encodeMemRecord(rec.r)
+			}
+		})
+	}
+}

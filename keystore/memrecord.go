@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -61,14 +62,16 @@ func encodeMemRecord(r *Record) memEntry {
 	if r.MayHaveExecuted {
 		flags |= memMayHaveExecuted
 	}
-	size, reqValues, respValues := memRecordSizes(r)
-	b := make([]byte, 0, size) // a tight bound: kept as long as the record
+	// Written into a scratch buffer in one pass, then copied out at its
+	// length: the copy costs less than a pass to size the record first.
+	scratch := memScratch.Get().(*[]byte)
+	b := (*scratch)[:0]
 	b = binary.AppendUvarint(b, flags)
 	b = appendMemString(b, r.Key)
 	b = appendMemString(b, r.Name)
 	b = appendMemString(b, r.Method)
 	b = appendMemString(b, r.URL)
-	b = appendMemHeader(b, r.Header, reqValues)
+	b = appendMemHeader(b, r.Header)
 	b = appendMemString(b, unsafe.String(unsafe.SliceData(r.Body), len(r.Body)))
 	b = appendMemString(b, r.Fingerprint)
 	b = appendMemString(b, string(r.State))
@@ -77,7 +80,7 @@ func encodeMemRecord(r *Record) memEntry {
 	b = binary.AppendVarint(b, int64(r.Attempts))
 	if resp := r.Response; resp != nil {
 		b = binary.AppendVarint(b, int64(resp.Status))
-		b = appendMemHeader(b, resp.Header, respValues)
+		b = appendMemHeader(b, resp.Header)
 		b = appendMemString(b, unsafe.String(unsafe.SliceData(resp.Body), len(resp.Body)))
 	}
 	b = appendMemString(b, r.Operation)
@@ -95,72 +98,21 @@ func encodeMemRecord(r *Record) memEntry {
 		b = e.appendTime(b, v.At)
 		b = appendMemString(b, v.Note)
 	}
-	e.data = e.appendTime(b, r.Purged)
+	b = e.appendTime(b, r.Purged)
+	e.data = append([]byte(nil), b...) // kept as long as the record: no spare room
+	if cap(b) <= memScratchMax {
+		*scratch = b
+		memScratch.Put(scratch)
+	}
 	return e
 }
 
-// memRecordSize is the length of encodeMemRecord(r), times at their
-// longest (16 bytes and a zone index byte).
-func memRecordSize(r *Record) int {
-	n, _, _ := memRecordSizes(r)
-	return n
-}
+// memScratch holds the buffers encodeMemRecord writes into; one that grew
+// past memScratchMax (a record with a large body) is left to the collector.
+var memScratch = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
-// memRecordSizes is memRecordSize with the number of values of the
-// request's and the answer's header, counted on the way, so the encoder
-// walks each header map once more only, to write it.
-func memRecordSizes(r *Record) (n, reqValues, respValues int) {
-	const timeSize = 17
-	n = 10 + 4*timeSize + 2*10 + 2*10 // flags, times, counts, attempts
-	n += memStringSize(r.Key) + memStringSize(r.Name) + memStringSize(r.Method) + memStringSize(r.URL) + memStringSize(r.Fingerprint) + memStringSize(string(r.State)) + memStringSize(r.Operation) + memStringSize(r.LastError) + memStringSize(r.Host) + memStringSize(r.Principal)
-	hn, reqValues := memHeaderSize(r.Header)
-	n += hn + uvarintSize(len(r.Body)) + len(r.Body)
-	if resp := r.Response; resp != nil {
-		hn, respValues = memHeaderSize(resp.Header)
-		n += 10 + hn + uvarintSize(len(resp.Body)) + len(resp.Body)
-	}
-	n += memStringsSize(r.SecretHeaders)
-	for _, v := range r.Reconciliations {
-		n += memStringSize(v.Outcome) + memStringSize(v.Source) + memStringSize(v.By) + memStringSize(v.Note) + timeSize
-	}
-	return n, reqValues, respValues
-}
+const memScratchMax = 64 << 10
 
-func uvarintSize(v int) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
-}
-
-func memStringSize(s string) int { return uvarintSize(len(s)) + len(s) }
-
-func memStringsSize(ss []string) int {
-	n := 0
-	for _, s := range ss {
-		n += memStringSize(s)
-	}
-	return n
-}
-
-// Out of line, as appendMemString is: its map iterator would otherwise
-// sit in memRecordSize's frame twice.
-//
-//go:noinline
-func memHeaderSize(h http.Header) (n, values int) {
-	for name, vs := range h {
-		n += memStringSize(name) + uvarintSize(len(vs)+1) + memStringsSize(vs)
-		values += len(vs)
-	}
-	return n + uvarintSize(len(h)) + uvarintSize(values), values
-}
-
-// appendMemString is kept out of line: inlined at every field it made
-// encodeMemRecord's frame grow the fresh stack of the goroutine each
-// keystore write runs in (runtime.newstack on every call).
-//
-//go:noinline
 func appendMemString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -173,22 +125,27 @@ func appendMemStrings(b []byte, ss ...string) []byte {
 	return b
 }
 
-// appendMemHeader writes the name count and the value count (total, as
-// memHeaderSize counted it), then each name and its values, a nil value
-// list (count 0) apart from an empty one (count 1). The value count lets
-// the decoder put all values in one slice, as Header.Clone does.
-func appendMemHeader(b []byte, h http.Header, total int) []byte {
+// appendMemHeader writes the name count, the value count (total, four
+// bytes set once the values are written), then each name and its values,
+// a nil value list (count 0) apart from an empty one (count 1). The value
+// count lets the decoder put all values in one slice, as Header.Clone
+// does.
+func appendMemHeader(b []byte, h http.Header) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h)))
-	b = binary.AppendUvarint(b, uint64(total))
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	total := 0
 	for name, values := range h {
 		b = appendMemString(b, name)
 		if values == nil {
 			b = binary.AppendUvarint(b, 0)
 			continue
 		}
+		total += len(values)
 		b = binary.AppendUvarint(b, uint64(len(values))+1)
 		b = appendMemStrings(b, values...)
 	}
+	binary.LittleEndian.PutUint32(b[at:], uint32(total))
 	return b
 }
 
@@ -299,6 +256,24 @@ func (d *memDecoder) count() int {
 	return int(n)
 }
 
+// fixedCount is count written in four bytes.
+func (d *memDecoder) fixedCount() int {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 4 {
+		d.err = errMemRecord
+		return 0
+	}
+	n := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	if uint64(n) > uint64(len(d.b)) {
+		d.err = errMemRecord
+		return 0
+	}
+	return int(n)
+}
+
 func (d *memDecoder) raw() []byte {
 	n := d.count()
 	if d.err != nil {
@@ -324,7 +299,7 @@ func (d *memDecoder) body() []byte {
 }
 
 func (d *memDecoder) header(set bool) http.Header {
-	n, total := d.count(), d.count()
+	n, total := d.count(), d.fixedCount()
 	if !set {
 		return nil
 	}
