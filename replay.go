@@ -37,20 +37,18 @@ func IsLocalReplay(resp *http.Response) bool {
 	return resp != nil && strings.EqualFold(resp.Header.Get(LocalReplayHeader), "true")
 }
 
-// notStoredHeaders are response headers the keystore does not keep: they
-// describe one connection, or may carry credentials. A session cookie or
-// an authentication nonce belongs to the process the server handed it
-// to; a local replay, possibly in another process after a restart, goes
-// without them.
-var notStoredHeaders = map[string]bool{
-	"Connection":                true,
-	"Keep-Alive":                true,
-	"Transfer-Encoding":         true,
-	"Set-Cookie":                true,
-	"Set-Cookie2":               true,
-	"Trailer":                   true,
-	"Authentication-Info":       true,
-	"Proxy-Authentication-Info": true,
+// notStored reports whether the keystore does not keep the response
+// header name: such headers describe one connection, or may carry
+// credentials. A session cookie or an authentication nonce belongs to the
+// process the server handed it to; a local replay, possibly in another
+// process after a restart, goes without them.
+func notStored(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Connection", "Keep-Alive", "Transfer-Encoding", "Set-Cookie", "Set-Cookie2",
+		"Trailer", "Authentication-Info", "Proxy-Authentication-Info":
+		return true
+	}
+	return false
 }
 
 // capture reads resp's body (up to MaxBodySize is kept) and returns what
@@ -103,7 +101,7 @@ func captureAnswer(resp *http.Response, shareHeader bool) (stored *keystore.Resp
 // keep.
 func allStorable(h http.Header) bool {
 	for name := range h {
-		if notStoredHeaders[http.CanonicalHeaderKey(name)] {
+		if notStored(name) {
 			return false
 		}
 	}
@@ -120,7 +118,7 @@ func storableHeader(h http.Header) http.Header {
 	backing := make([]string, n)
 	out := make(http.Header, len(h))
 	for name, values := range h {
-		if notStoredHeaders[http.CanonicalHeaderKey(name)] {
+		if notStored(name) {
 			continue
 		}
 		if values == nil {
