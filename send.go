@@ -25,6 +25,10 @@ type call struct {
 	body      []byte
 	// key, when set, is sent as Idempotency-Key on every attempt.
 	key string
+	// keyValue holds the key header's value, the one value slice every
+	// attempt's header refers to (nobody writes to it before the call
+	// returns), made by the first attempt.
+	keyValue [1]string
 	// keyed says whether the request carries a key (set here or by the
 	// caller): it decides whether an ambiguous failure may be retried.
 	keyed bool
@@ -115,7 +119,10 @@ func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call, 
 				delete(r.Header, n)
 			}
 		}
-		r.Header[http.CanonicalHeaderKey(name)] = []string{c.keyHeaderValue(cl.key)}
+		if cl.keyValue[0] == "" {
+			cl.keyValue[0] = c.keyHeaderValue(cl.key)
+		}
+		r.Header[http.CanonicalHeaderKey(name)] = cl.keyValue[:1:1]
 	}
 	return nil
 }
