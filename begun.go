@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -20,10 +21,15 @@ import (
 // principal again.
 type begunIntent struct {
 	rec *keystore.Record
-	// secrets is the map of secret headers Begin kept for the intent
-	// (Client.secrets) and named the default principal from; nil for
-	// none.
+	// secrets is the map Begin kept for the intent's secret headers
+	// (Client.local: the header as sent) and named the default principal
+	// from; nil for none.
 	secrets http.Header
+	// sent is the header of the request as Begin was given it (secrets
+	// included, no key), built for the first attempt, which sends this
+	// very map: taken once (takeSent), by the first Do.
+	sent      http.Header
+	sentTaken atomic.Bool
 	// target is rec.URL as url.Parse reads it, when parsed says Begin
 	// vouches for that (see reparsesAsItself); otherwise the first attempt
 	// parses rec.URL as any other.
@@ -35,14 +41,14 @@ type begunIntent struct {
 // adopted, with what Begin derived rec from: rec's URL is target's
 // string, with no secret query parameters taken out when params is nil.
 // The Intent and its begunIntent are one allocation.
-func begunIntentOf(rec *keystore.Record, target *urlMemo, params url.Values, secrets http.Header) *Intent {
+func begunIntentOf(rec *keystore.Record, target *urlMemo, params url.Values, secrets, sent http.Header) *Intent {
 	both := &struct {
 		in    Intent
 		begun begunIntent
 	}{}
 	both.in.refresh(rec)
 	b := &both.begun
-	b.rec, b.secrets = rec, secrets
+	b.rec, b.secrets, b.sent = rec, secrets, sent
 	if params == nil { // else rec.URL is another string than u's: the secrets came out of its query
 		b.target = target.u
 		b.parsed = target.reparses
@@ -72,6 +78,18 @@ func attemptRequest(ctx context.Context, rec *keystore.Record, begun *begunInten
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 	}
 	return tmpl.WithContext(ctx), nil
+}
+
+// takeSent returns the header Begin built for the first attempt, once,
+// when the secrets the Client keeps for the intent are still the ones
+// Begin kept (another Begin of the same name replaces them); nil
+// otherwise, and the attempt builds its header from the record and the
+// secrets.
+func (b *begunIntent) takeSent(secrets http.Header) http.Header {
+	if b == nil || !sameMap(b.secrets, secrets) || !b.sentTaken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return b.sent
 }
 
 // standardMethod reports whether m is one of the methods net/http names,

@@ -166,8 +166,10 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	}
 	method := requestMethod(req)
 	host := hostOverride(req)
-	header, secrets := c.splitSecrets(req.Header)
-	secrets = withURLCredentials(req.URL, secrets)
+	header, sent, withSecrets := c.splitSecrets(req.Header)
+	if withURLCredentials(req.URL, sent) {
+		withSecrets = true
+	}
 	stored := c.urlMemo.of(req.URL)
 	target, params := c.withoutSecretParams(stored.s)
 
@@ -175,7 +177,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	if err != nil {
 		return nil, err
 	}
-	principal, secretNames, err := c.beginPrincipal(req, header, secrets)
+	principal, secretNames, err := c.beginPrincipal(req, sent)
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +221,18 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 		}
 		rec = existing
 	}
+	// The process keeps the header as sent, for the secrets in it; none
+	// to keep, no entry.
+	var secrets http.Header
+	if withSecrets {
+		secrets = sent
+	}
 	c.local.begun(rec.Key, secrets, params, created)
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
 	if created && existing == rec {
-		return begunIntentOf(rec, stored, params, secrets), nil // built and fingerprinted above, and adopted as it is
+		return begunIntentOf(rec, stored, params, secrets, sent), nil // built and fingerprinted above, and adopted as it is
 	}
 	return intentFromRecord(rec), nil
 }
@@ -288,40 +296,28 @@ func (c *Client) intentKey(body []byte, chosen string) (string, []byte, error) {
 	return key, body, nil
 }
 
-// beginPrincipal is the principal of req, whose headers are split into
-// stored and secrets, and the secrets it carries (see principalOf). The
-// default principal is read from the secrets alone, the only headers it
-// looks at, without rebuilding the request as it is sent.
-func (c *Client) beginPrincipal(req *http.Request, stored, secrets http.Header) (string, []string, error) {
+// beginPrincipal is the principal of req, whose header as it is sent is
+// sent (URL credentials among it), and the secrets it carries (see
+// principalOf). The default principal reads the secret headers of sent
+// alone, without rebuilding the request.
+func (c *Client) beginPrincipal(req *http.Request, sent http.Header) (string, []string, error) {
 	if c.cfg.principal != nil {
-		return c.principalOf(withHeaders(req, stored, secrets))
+		out := req.WithContext(req.Context())
+		out.Header = sent.Clone() // the caller's function may change what it is given
+		return c.principalOf(out)
 	}
 	params := c.secretParamsOf(req)
 	if params == nil {
-		if principal, names, ok := c.principalMemo.lookup(secrets); ok {
+		if principal, names, ok := c.principalMemo.lookup(sent, c.cfg.secretHeaders); ok {
 			return principal, names, nil
 		}
 	}
-	names := c.secretNames(secrets, params)
-	principal := c.credentialsPrincipal(secrets, params, names)
+	names := c.secretNames(sent, params)
+	principal := c.credentialsPrincipal(sent, params, names)
 	if params == nil && principal != "" {
-		c.principalMemo.remember(secrets, names, principal)
+		c.principalMemo.remember(sent, names, principal)
 	}
 	return principal, names, nil
-}
-
-// withHeaders is req as it is sent: its stored headers and its secrets
-// (URL credentials among them), for naming its principal.
-func withHeaders(req *http.Request, stored, secrets http.Header) *http.Request {
-	out := req.WithContext(req.Context())
-	out.Header = make(http.Header, len(stored)+len(secrets))
-	for name, values := range stored {
-		out.Header[name] = values
-	}
-	for name, values := range secrets {
-		out.Header[name] = values
-	}
-	return out
 }
 
 // createRecord stores a record the caller built and only reads from then
@@ -586,51 +582,56 @@ func readUpTo(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	return buf, nil
 }
 
-// withURLCredentials returns secrets with the user information of u
-// (https://user:password@host/), a credential like Authorization, turned
-// into Basic credentials as net/http would, unless secrets already hold an
-// Authorization. The URL is stored without it (Client.storedURL).
-func withURLCredentials(u *url.URL, secrets http.Header) http.Header {
-	if u.User == nil || secrets.Get("Authorization") != "" {
-		return secrets
+// withURLCredentials sets in sent, the header as it is sent, the user
+// information of u (https://user:password@host/), a credential like
+// Authorization, as Basic credentials the way net/http would, unless sent
+// already holds an Authorization; it reports whether it did. The URL is
+// stored without it (urlMemoSlot.of).
+func withURLCredentials(u *url.URL, sent http.Header) bool {
+	if u.User == nil || sent.Get("Authorization") != "" {
+		return false
 	}
 	password, _ := u.User.Password()
 	basic := &http.Request{Header: http.Header{}}
 	basic.SetBasicAuth(u.User.Username(), password)
-	if secrets == nil {
-		secrets = http.Header{}
-	}
-	secrets["Authorization"] = basic.Header["Authorization"]
-	return secrets
+	sent["Authorization"] = basic.Header["Authorization"]
+	return true
 }
 
-// splitSecrets returns h without its secret headers (and without any
-// Idempotency-Key), and the secret headers on their own (nil when there
-// are none). Both are deep copies; their values share one backing array.
-func (c *Client) splitSecrets(h http.Header) (stored, secrets http.Header) {
+// splitSecrets returns h as it is stored, without its secret headers,
+// and h as it is sent, secrets included; neither holds an
+// Idempotency-Key, and every name is canonical. Both are deep copies
+// whose values share no slice: the header sent is handed to the caller
+// in resp.Request, the stored one is the record's. withSecrets says h
+// holds a secret header (with values or not).
+func (c *Client) splitSecrets(h http.Header) (stored, sent http.Header, withSecrets bool) {
 	n := 0
 	for _, values := range h {
 		n += len(values)
 	}
-	backing := make([]string, n)
+	backing := make([]string, 2*n) // the sent values, then the stored ones
 	stored = make(http.Header, len(h))
+	sent = make(http.Header, len(h))
 	for name, values := range h {
+		canon := http.CanonicalHeaderKey(name)
+		if canon == "Idempotency-Key" {
+			continue
+		}
 		var own []string
 		if values != nil {
 			k := copy(backing, values)
 			own, backing = backing[:k:k], backing[k:]
 		}
-		canon := http.CanonicalHeaderKey(name)
-		switch {
-		case c.cfg.secretHeaders[canon]:
-			if secrets == nil {
-				secrets = http.Header{}
-			}
-			secrets[canon] = own
-		case canon == "Idempotency-Key":
-		default:
-			stored[canon] = own
+		sent[canon] = own
+		if c.cfg.secretHeaders[canon] {
+			withSecrets = true
+			continue
 		}
+		if values != nil {
+			k := copy(backing, values)
+			own, backing = backing[:k:k], backing[k:]
+		}
+		stored[canon] = own
 	}
-	return stored, secrets
+	return stored, sent, withSecrets
 }

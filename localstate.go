@@ -11,8 +11,12 @@ import (
 // with, and whether they were never executed. One map and one lock hold
 // all of it, so a Begin and its Do touch them once each.
 //
-// The secrets are never modified once stored: Begin hands over maps it
-// built, and readers get them read-only, so neither side copies.
+// The secrets are kept in the header as Begin was given it (with names
+// canonical and no key header), read for its secret headers alone. It is
+// never modified once stored: Begin hands over a map it built, readers
+// get it read-only, and the first attempt, which sends that very map,
+// has the entry replaced by a copy (keepOwnCopy) before the caller can
+// change it.
 type localState struct {
 	mu sync.Mutex
 	m  map[string]localIntent
@@ -84,7 +88,23 @@ func (s *localState) markUnsent(key string) {
 	s.set(key, e)
 }
 
-// secrets returns key's secret headers, or nil; read-only.
+// keepOwnCopy replaces key's secrets, when they are still the map sent,
+// by a copy of the secret headers in it (secret names those): sent went
+// out with an attempt and its caller may change it. Secrets dropped or
+// replaced since are left as they are.
+func (s *localState) keepOwnCopy(key string, sent http.Header, secret map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[key]
+	if !ok || !sameMap(e.secrets, sent) {
+		return
+	}
+	e.secrets = secretsOf(sent, secret)
+	s.set(key, e)
+}
+
+// secrets returns the map key's secrets are kept in (see localState),
+// or nil; read-only.
 func (s *localState) secrets(key string) http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -39,8 +40,18 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 	secrets, params, unsent := c.local.forSend(rec.Key)
 	withSecretParams(req, params)
 	// The first attempt may send this header itself (ownHeader), so it
-	// shares no value slice with the record or the kept secrets.
-	req.Header = mergeHeaders(rec.Header, secrets)
+	// shares no value slice with the record: the one Begin built for it,
+	// or the record's stored headers with the kept secrets.
+	if sent := begun.takeSent(secrets); sent != nil {
+		req.Header = sent
+		// The map is also what the Client keeps the secrets in, and the
+		// caller gets it back in resp.Request: an intent this call leaves
+		// unsettled keeps a copy instead, made before the caller can
+		// change the map.
+		defer c.local.keepOwnCopy(rec.Key, sent, c.cfg.secretHeaders)
+	} else {
+		req.Header = withSecretsOf(rec.Header, secrets, c.cfg.secretHeaders)
+	}
 	doubt := rec.MayHaveExecuted || !unsent
 	res := c.send(ctx, &call{
 		req:       req,
@@ -188,26 +199,52 @@ func bufferLast(resp *http.Response) *http.Response {
 	return resp
 }
 
-// mergeHeaders is a copy of stored with secrets set over it, all values in
-// one new slice (as Header.Clone keeps them).
-func mergeHeaders(stored, secrets http.Header) http.Header {
-	total := 0
+// withSecretsOf is a copy of stored with the secret headers of sent (the
+// header as Begin was given it, whose names are canonical; those secret
+// names) set over it, all values in one new slice (as Header.Clone keeps
+// them).
+func withSecretsOf(stored, sent http.Header, secret map[string]bool) http.Header {
+	total, n := 0, len(stored)
 	for _, values := range stored {
 		total += len(values)
 	}
-	for _, values := range secrets {
-		total += len(values)
+	for name, values := range sent {
+		if secret[name] {
+			total += len(values)
+			n++
+		}
 	}
 	all := make([]string, 0, total)
-	h := make(http.Header, len(stored)+len(secrets))
-	for _, src := range [2]http.Header{stored, secrets} {
-		for name, values := range src {
-			if values == nil {
-				h[name] = nil
-				continue
+	h := make(http.Header, n)
+	set := func(name string, values []string) {
+		if values == nil {
+			h[name] = nil
+			return
+		}
+		all = append(all, values...)
+		h[name] = all[len(all)-len(values) : len(all) : len(all)]
+	}
+	for name, values := range stored {
+		set(name, values)
+	}
+	for name, values := range sent {
+		if secret[name] {
+			set(name, values)
+		}
+	}
+	return h
+}
+
+// secretsOf is a copy of the secret headers of sent (as withSecretsOf
+// reads them), nil for none.
+func secretsOf(sent http.Header, secret map[string]bool) http.Header {
+	var h http.Header
+	for name, values := range sent {
+		if secret[name] {
+			if h == nil {
+				h = http.Header{}
 			}
-			all = append(all, values...)
-			h[name] = all[len(all)-len(values) : len(all) : len(all)]
+			h[name] = slices.Clone(values)
 		}
 	}
 	return h

@@ -142,7 +142,7 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) pollAnswer 
 		return pollAnswer{verdict: verdictSilent}
 	}
 	if intentURL, err := url.Parse(rec.URL); err == nil && sameOrigin(intentURL, req.URL) {
-		req.Header = c.local.secrets(rec.Key)
+		req.Header = secretsOf(c.local.secrets(rec.Key), c.cfg.secretHeaders)
 		if rec.Host != "" {
 			req.Host = rec.Host
 		}

@@ -22,18 +22,19 @@ type principalMemo struct {
 // principalMemoSlot holds the Client's last principalMemo.
 type principalMemoSlot struct{ p atomic.Pointer[principalMemo] }
 
-// lookup returns the memo's principal and names when secrets, the secret
-// headers of a request without secret query parameters, are exactly the
-// credentials it was named from: the same names with values, and the same
-// values, compared in constant time. The names are a copy.
-func (s *principalMemoSlot) lookup(secrets http.Header) (string, []string, bool) {
+// lookup returns the memo's principal and names when the secret headers
+// of sent (those secret names, canonical as sent's names are), the header
+// of a request without secret query parameters, are exactly the
+// credentials it was named from: the same names with values, and the
+// same values, compared in constant time. The names are a copy.
+func (s *principalMemoSlot) lookup(sent http.Header, secret map[string]bool) (string, []string, bool) {
 	m := s.p.Load()
 	if m == nil {
 		return "", nil, false
 	}
 	withValues := 0
-	for _, values := range secrets {
-		if len(values) > 0 {
+	for name, values := range sent {
+		if len(values) > 0 && secret[name] {
 			withValues++
 		}
 	}
@@ -41,7 +42,7 @@ func (s *principalMemoSlot) lookup(secrets http.Header) (string, []string, bool)
 		return "", nil, false
 	}
 	for i, name := range m.names {
-		if !sameSecretValues(secrets[name], m.values[i]) {
+		if !sameSecretValues(sent[name], m.values[i]) {
 			return "", nil, false
 		}
 	}
