@@ -17,7 +17,7 @@ type sendState struct {
 	// firstBody reads the body of the first attempt; every later attempt
 	// gets a reader of its own, as the transport may still be reading an
 	// earlier one.
-	firstBody bytes.Reader
+	firstBody memoryBody
 }
 
 // send runs the attempts of cl with the client's retry policy: check
@@ -47,7 +47,7 @@ func (c *Client) send(ctx context.Context, template *call) *sendResult {
 		body := cl.body
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		st.firstBody.Reset(body)
-		req.Body = io.NopCloser(&st.firstBody)
+		req.Body = &st.firstBody
 	} else {
 		req.Body = nil
 		req.GetBody = noBody
