@@ -16,8 +16,10 @@ type sendState struct {
 	policy attemptPolicy
 	// firstBody reads the body of the first attempt; every later attempt
 	// gets a reader of its own, as the transport may still be reading an
-	// earlier one.
-	firstBody memoryBody
+	// earlier one. A *bytes.Reader under io.NopCloser, which net/http
+	// knows to be in memory: it then writes the header and the body with
+	// one write, where a body of another type costs a flush of its own.
+	firstBody bytes.Reader
 }
 
 // send runs the attempts of cl with the client's retry policy: check
@@ -47,7 +49,7 @@ func (c *Client) send(ctx context.Context, template *call) *sendResult {
 		body := cl.body
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		st.firstBody.Reset(body)
-		req.Body = &st.firstBody
+		req.Body = io.NopCloser(&st.firstBody)
 	} else {
 		req.Body = nil
 		req.GetBody = noBody
