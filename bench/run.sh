@@ -36,6 +36,13 @@ echo "== client overhead (one op = Begin + Do of a new intent; baselines: one PO
 interleaved -test.bench '^BenchmarkCall$' -test.benchtime 3000x | tee "$OUT/call.txt"
 $BENCHSTAT -col /client "$OUT/call.txt" | tee "$OUT/call.stat"
 
+echo "== client overhead, the two calls alternated one by one in one loop (ratio idem/net-http per run)"
+interleaved -test.bench '^BenchmarkCallPaired$' -test.benchtime 2000x | tee "$OUT/callpaired.txt"
+
+echo "== the client's own CPU per call: no network, no server, every cache warm"
+interleaved -test.bench '^BenchmarkCallClientCPU$' -test.benchtime 20000x | tee "$OUT/callcpu.txt"
+$BENCHSTAT -col /client "$OUT/callcpu.txt" | tee "$OUT/callcpu.stat"
+
 echo "== durable call on bbolt: the settle deferred into the next group commit (1 fsync) vs synced on its own (2)"
 interleaved -test.bench '^BenchmarkCallDurable$' -test.benchtime 1000x | tee "$OUT/durable.txt"
 $BENCHSTAT -col /settle "$OUT/durable.txt" | tee "$OUT/durable.stat"

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemkit/idem"
+)
+
+// BenchmarkCallPaired is BenchmarkCall's net-http and idem-memory ops
+// alternated one by one in a single loop, against the same in-process
+// reference server, connection pool and Client, their order swapped on
+// every iteration. Each op is timed on its own, so the host's drift
+// (other tenants of a shared machine change its speed from one second to
+// the next) hits both alike; BenchmarkCall's contenders, run one after
+// the other, see different seconds. It reports the ratio of idem's total
+// time to net/http's (idem/net-http) and each op's mean (ns/net-http,
+// ns/idem); ns/op is one pair.
+func BenchmarkCallPaired(b *testing.B) {
+	srv := newPaymentServer(b)
+	url := srv.URL + "/v1/payments"
+	hc := srv.Client()
+	ctx := context.Background()
+	c, err := idem.New(idem.WithHTTPClient(hc))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	plain := func() {
+		req := newPaymentRequest(b, url)
+		req.Header.Set("Idempotency-Key", uuid.NewString())
+		resp, err := hc.Do(req)
+		finish(b, resp, err)
+	}
+	withIdem := func() {
+		in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := c.Do(ctx, in)
+		finish(b, resp, err)
+	}
+	var plainTime, idemTime time.Duration
+	n := 0
+	for b.Loop() {
+		first, second := plain, withIdem
+		firstTime, secondTime := &plainTime, &idemTime
+		if n%2 == 1 {
+			first, second = withIdem, plain
+			firstTime, secondTime = &idemTime, &plainTime
+		}
+		t0 := time.Now()
+		first()
+		t1 := time.Now()
+		second()
+		*secondTime += time.Since(t1)
+		*firstTime += t1.Sub(t0)
+		n++
+	}
+	if n == 0 || plainTime == 0 {
+		return
+	}
+	b.ReportMetric(float64(idemTime)/float64(plainTime), "idem/net-http")
+	b.ReportMetric(float64(plainTime.Nanoseconds())/float64(n), "ns/net-http")
+	b.ReportMetric(float64(idemTime.Nanoseconds())/float64(n), "ns/idem")
+}
+
+// BenchmarkCallClientCPU is BenchmarkCall without the network and the
+// server: the transport answers every request at once with a fixed 201,
+// as the reference server's, so an op is the client's own work alone,
+// with every cache warm. net-http builds the request, sets a key and
+// sends it; idem-memory is Begin then Do. The difference is the CPU idem
+// spends per call; BenchmarkCall shows what it costs on top of a real
+// loopback exchange, where the network and the server's work have evicted
+// the client's code and data from the caches between calls.
+func BenchmarkCallClientCPU(b *testing.B) {
+	hc := &http.Client{Transport: answeringTransport{}}
+	url := "http://payments.example/v1/payments"
+	ctx := context.Background()
+	b.Run("client=net-http", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req := newPaymentRequest(b, url)
+			req.Header.Set("Idempotency-Key", uuid.NewString())
+			resp, err := hc.Do(req)
+			finish(b, resp, err)
+		}
+	})
+	b.Run("client=idem-memory", func(b *testing.B) {
+		c, err := idem.New(idem.WithHTTPClient(hc))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		b.ReportAllocs()
+		for b.Loop() {
+			in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp, err := c.Do(ctx, in)
+			finish(b, resp, err)
+		}
+	})
+}
