@@ -152,10 +152,11 @@ func keyHash(key string) string {
 }
 
 // NewKeyV4 returns a random (version 4) UUID from crypto/rand. It is the
-// default key generator.
+// default key generator. The random bytes are read from crypto/rand 64
+// keys at a time and handed out once each, then cleared.
 func NewKeyV4() (string, error) {
 	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
+	if err := keyRandom.read(u[:]); err != nil {
 		return "", fmt.Errorf("idem: generating key: %w", err)
 	}
 	u[6] = u[6]&0x0f | 0x40 // version 4
@@ -171,6 +172,35 @@ func NewKeyV4() (string, error) {
 	s[23] = '-'
 	hex.Encode(s[24:], u[10:])
 	return string(s[:]), nil
+}
+
+// keyRandom is the buffer of random bytes NewKeyV4 draws from.
+var keyRandom randomBuffer
+
+// randomBuffer hands out bytes read from crypto/rand in blocks: one read
+// serves 64 keys, and a key's bytes are cleared once handed out, so none
+// is ever given twice.
+type randomBuffer struct {
+	mu   sync.Mutex
+	buf  [64 * 16]byte
+	left int // unread bytes, at the end of buf
+}
+
+// read fills p (at most len(buf) bytes) with bytes no one was given.
+func (r *randomBuffer) read(p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left < len(p) {
+		if _, err := rand.Read(r.buf[:]); err != nil {
+			return err
+		}
+		r.left = len(r.buf)
+	}
+	from := len(r.buf) - r.left
+	copy(p, r.buf[from:from+len(p)])
+	clear(r.buf[from : from+len(p)])
+	r.left -= len(p)
+	return nil
 }
 
 // NewKeyV7 returns a time-ordered (version 7) UUID whose low bits come

@@ -89,6 +89,22 @@ func TestKeyV4IsACanonicalRandomUUID(t *testing.T) {
 	}
 }
 
+// The key buffer hands every byte out once: reads across refills never
+// repeat, and what was handed out is cleared from the buffer.
+func TestRandomBufferHandsOutEachByteOnce(t *testing.T) {
+	t.Parallel()
+	var r randomBuffer
+	seen := map[[16]byte]bool{}
+	for i := range 3 * len(r.buf) / 16 {
+		var p [16]byte
+		require.NoError(t, r.read(p[:]))
+		require.False(t, seen[p], "read %d repeats an earlier one", i)
+		seen[p] = true
+		from := len(r.buf) - r.left - 16
+		require.Equal(t, make([]byte, 16), r.buf[from:from+16], "read %d is cleared", i)
+	}
+}
+
 func TestLogsNeverCarryKeysOrBodies(t *testing.T) {
 	t.Parallel()
 	srv := idemtest.NewServer(t)
