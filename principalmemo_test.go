@@ -2,9 +2,12 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,4 +93,50 @@ func TestSameSecret(t *testing.T) {
 	require.False(t, sameSecret("abc", "ab"))
 	require.True(t, sameSecretValues(nil, []string{}))
 	require.False(t, sameSecretValues([]string{"a", "b"}, []string{"b", "a"}))
+}
+
+// One Client shared by many goroutines, each Begin with one of several
+// tenants' credentials: every intent is named for its own tenant, never
+// for the one another goroutine's Begin left in the memo.
+func TestPrincipalMemoUnderConcurrentTenants(t *testing.T) {
+	t.Parallel()
+	c := newTestClient(t)
+	tokens := []string{"Bearer tenant-a", "Bearer tenant-b", "Bearer tenant-c", "Bearer tenant-d"}
+	want := make(map[string]string, len(tokens))
+	for _, tok := range tokens {
+		h := http.Header{"Authorization": {tok}}
+		names, params := c.secretNamesOf(h, &http.Request{URL: &url.URL{}})
+		want[tok] = c.credentialsPrincipal(h, params, names)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				tok := tokens[(g+i)%len(tokens)]
+				req, err := http.NewRequest(http.MethodPost, "https://api.example/v1/payments", strings.NewReader(`{}`))
+				if err != nil {
+					errs <- err
+					return
+				}
+				req.Header.Set("Authorization", tok)
+				in, err := c.Begin(context.Background(), "", req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if in.Principal != want[tok] {
+					errs <- fmt.Errorf("goroutine %d, Begin %d with %q named principal %s, want %s", g, i, tok, in.Principal, want[tok])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
