@@ -2,8 +2,11 @@ package idem
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +102,53 @@ func TestPollingSendsTheSecretsAlone(t *testing.T) {
 		assert.Empty(t, r.header.Get("Content-Type"))
 		assert.Empty(t, r.header.Get("X-Trace-Tag"))
 		assert.Empty(t, r.header.Get("Idempotency-Key"))
+	}
+}
+
+// One Client shared by many goroutines, each call with one of several
+// tenants' credentials: every request carries its own, the header Begin
+// built for it never crossing to another call.
+func TestConcurrentCallsEachSendTheirOwnCredentials(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(r.Header.Get("Authorization") + "|" + r.Header.Get("X-Call")))
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t)
+	tokens := []string{"Bearer tenant-a", "Bearer tenant-b", "Bearer tenant-c"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				tok, call := tokens[(g+i)%len(tokens)], fmt.Sprintf("%d-%d", g, i)
+				req := paymentRequest(t, srv.URL, 1, call)
+				req.Header.Set("Authorization", tok)
+				req.Header.Set("X-Call", call)
+				in, err := c.Begin(context.Background(), "", req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				resp, err := c.Do(context.Background(), in)
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				if got, want := string(body), tok+"|"+call; got != want {
+					errs <- fmt.Errorf("call %s sent %q, want %q", call, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
