@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -100,11 +101,45 @@ func writeOutsideModule(t *testing.T, dir, name string, files map[string][]byte)
 // module. Its go.mod lists only this repository, so -mod=mod lets the go
 // command add the indirect requirements the imports need (whatever GOFLAGS
 // the caller set, such as CI's -mod=readonly); GOPROXY=off resolves them
-// from the module cache alone, which `go mod download` in this repository
-// has filled, and the copied go.sum verifies them; GOWORK=off keeps a
-// go.work of the caller's out; GOTOOLCHAIN=local never fetches a toolchain.
-func offlineEnv() []string {
+// from the module cache alone, which fillModuleCache has filled, and the
+// copied go.sum verifies them; GOWORK=off keeps a go.work of the caller's
+// out; GOTOOLCHAIN=local never fetches a toolchain.
+func offlineEnv(t *testing.T) []string {
+	t.Helper()
+	fillModuleCache(t)
 	return append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+}
+
+// moduleCache runs `go mod download` in this repository once per test
+// process.
+var moduleCache struct {
+	once   sync.Once
+	output []byte
+	err    error
+}
+
+// fillModuleCache makes sure the module cache holds every module of this
+// repository's graph, as `go mod download` fetches them, with the
+// caller's environment (its proxy, or the cache alone when offline). A
+// `go test ./...` on a fresh machine downloads only the modules the
+// repository's own packages build with; the outside module's graph also
+// needs the go.mod of versions nothing here builds (an older
+// go-logr/logr a dependency names), which the offline build could not
+// fetch.
+func fillModuleCache(t *testing.T) {
+	t.Helper()
+	moduleCache.once.Do(func() {
+		root, _ := repository(t)
+		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goTool(t), "mod", "download")
+		cmd.Dir = root
+		cmd.WaitDelay = 10 * time.Second
+		moduleCache.output, moduleCache.err = cmd.CombinedOutput()
+	})
+	if moduleCache.err != nil {
+		t.Fatalf("go mod download in the repository (for the outside module's offline build): %v\n%s", moduleCache.err, moduleCache.output)
+	}
 }
 
 // goBuild runs `go build -o out pkg` in dir with env and returns the

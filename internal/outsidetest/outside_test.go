@@ -49,7 +49,7 @@ func TestOutsideServicePassesIdemCheck(t *testing.T) {
 	}
 	writeOutsideModule(t, shopDir, "example.com/shop", testdataFiles(t, filepath.Join("testdata", "shop")))
 	shop := filepath.Join(dir, "shop-server")
-	mustBuild(t, shopDir, offlineEnv(), shop, ".")
+	mustBuild(t, shopDir, offlineEnv(t), shop, ".")
 	idem := filepath.Join(dir, "idem")
 	mustBuild(t, root, os.Environ(), idem, "./cmd/idem")
 
@@ -76,7 +76,7 @@ func TestOutsideModuleCannotImportInternal(t *testing.T) {
 	writeOutsideModule(t, dir, "example.com/intruder", map[string][]byte{
 		"main.go": []byte("package main\n\nimport _ \"" + internalPkg + "\"\n\nfunc main() {}\n"),
 	})
-	output, err := goBuild(t, dir, offlineEnv(), filepath.Join(dir, "intruder"), ".")
+	output, err := goBuild(t, dir, offlineEnv(t), filepath.Join(dir, "intruder"), ".")
 	if err == nil {
 		t.Fatalf("an outside module importing %s compiled; the shop's build proves nothing:\n%s", internalPkg, output)
 	}
