@@ -58,6 +58,26 @@ func finish(b *testing.B, resp *http.Response, err error) {
 	}
 }
 
+// postWithKey is one plain POST of a new payment with a fresh UUIDv4 key
+// set by hand: every benchmark's baseline op.
+func postWithKey(b *testing.B, hc *http.Client, url string) {
+	req := newPaymentRequest(b, url)
+	req.Header.Set("Idempotency-Key", uuid.NewString())
+	resp, err := hc.Do(req)
+	finish(b, resp, err)
+}
+
+// beginAndDo is one new payment through idem: Begin, then Do.
+func beginAndDo(b *testing.B, c *idem.Client, url string) {
+	ctx := context.Background()
+	in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := c.Do(ctx, in)
+	finish(b, resp, err)
+}
+
 // BenchmarkCall is the per-call cost of one new payment through each
 // client, against the same in-process reference server and the same
 // connection pool. One op is one new intent end to end: for idem, Begin
@@ -69,27 +89,18 @@ func BenchmarkCall(b *testing.B) {
 	srv := newPaymentServer(b)
 	url := srv.URL + "/v1/payments"
 	hc := srv.Client()
-	ctx := context.Background()
 
 	idemCall := func(b *testing.B, c *idem.Client) {
 		b.Cleanup(func() { _ = c.Close() })
 		b.ReportAllocs()
 		for b.Loop() {
-			in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp, err := c.Do(ctx, in)
-			finish(b, resp, err)
+			beginAndDo(b, c, url)
 		}
 	}
 	b.Run("client=net-http", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			req := newPaymentRequest(b, url)
-			req.Header.Set("Idempotency-Key", uuid.NewString())
-			resp, err := hc.Do(req)
-			finish(b, resp, err)
+			postWithKey(b, hc, url)
 		}
 	})
 	b.Run("client=retryablehttp", func(b *testing.B) {

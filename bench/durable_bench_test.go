@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -24,7 +23,6 @@ type syncedStore struct{ keystore.Store }
 func BenchmarkCallDurable(b *testing.B) {
 	srv := newPaymentServer(b)
 	url := srv.URL + "/v1/payments"
-	ctx := context.Background()
 	for _, mode := range []string{"deferred", "synced"} {
 		b.Run("settle="+mode, func(b *testing.B) {
 			s, err := keystore.OpenBolt(filepath.Join(b.TempDir(), "keys.db"), nil)
@@ -42,12 +40,7 @@ func BenchmarkCallDurable(b *testing.B) {
 			b.Cleanup(func() { _ = c.Close(); _ = s.Close() })
 			b.ReportAllocs()
 			for b.Loop() {
-				in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
-				if err != nil {
-					b.Fatal(err)
-				}
-				resp, err := c.Do(ctx, in)
-				finish(b, resp, err)
+				beginAndDo(b, c, url)
 			}
 		})
 	}
@@ -64,7 +57,6 @@ func BenchmarkCallDurableFloor(b *testing.B) {
 	srv := newPaymentServer(b)
 	url := srv.URL + "/v1/payments"
 	hc := srv.Client()
-	ctx := context.Background()
 	b.Run("op=bolt-update+post", func(b *testing.B) {
 		db, bucket := openRawBolt(b)
 		value := floorRecord(b)
@@ -88,12 +80,7 @@ func BenchmarkCallDurableFloor(b *testing.B) {
 		b.Cleanup(func() { _ = c.Close() })
 		b.ReportAllocs()
 		for b.Loop() {
-			in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp, err := c.Do(ctx, in)
-			finish(b, resp, err)
+			beginAndDo(b, c, url)
 		}
 	})
 }

@@ -40,7 +40,7 @@ echo "== client overhead, the two calls alternated one by one in one loop (ratio
 interleaved -test.bench '^BenchmarkCallPaired$' -test.benchtime 2000x | tee "$OUT/callpaired.txt"
 
 echo "== the client's own CPU per call: no network, no server, every cache warm"
-interleaved -test.bench '^BenchmarkCallClientCPU$' -test.benchtime 20000x | tee "$OUT/callcpu.txt"
+interleaved -test.bench '^BenchmarkClientCPU$' -test.benchtime 20000x | tee "$OUT/callcpu.txt"
 $BENCHSTAT -col /client "$OUT/callcpu.txt" | tee "$OUT/callcpu.stat"
 
 echo "== durable call on bbolt: the settle deferred into the next group commit (1 fsync) vs synced on its own (2)"

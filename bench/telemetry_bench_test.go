@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/uuid"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,7 +21,6 @@ func BenchmarkTelemetryCall(b *testing.B) {
 	srv := newPaymentServer(b)
 	url := srv.URL + "/v1/payments"
 	hc := srv.Client()
-	ctx := context.Background()
 
 	idemCall := func(b *testing.B, opts ...idem.Option) {
 		c, err := idem.New(append([]idem.Option{idem.WithHTTPClient(hc)}, opts...)...)
@@ -32,21 +30,13 @@ func BenchmarkTelemetryCall(b *testing.B) {
 		b.Cleanup(func() { _ = c.Close() })
 		b.ReportAllocs()
 		for b.Loop() {
-			in, err := c.Begin(ctx, "", newPaymentRequest(b, url))
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp, err := c.Do(ctx, in)
-			finish(b, resp, err)
+			beginAndDo(b, c, url)
 		}
 	}
 	b.Run("client=net-http", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			req := newPaymentRequest(b, url)
-			req.Header.Set("Idempotency-Key", uuid.NewString())
-			resp, err := hc.Do(req)
-			finish(b, resp, err)
+			postWithKey(b, hc, url)
 		}
 	})
 	b.Run("telemetry=none", func(b *testing.B) { idemCall(b) })
