@@ -30,6 +30,10 @@ type begunIntent struct {
 	// very map: taken once (takeSent), by the first Do.
 	sent      http.Header
 	sentTaken atomic.Bool
+	// work is a record for the first Do to settle rec in (workRecord),
+	// taken once: a store may keep the settled record as it is.
+	work      *keystore.Record
+	workTaken atomic.Bool
 	// target is rec.URL as url.Parse reads it, when parsed says Begin
 	// vouches for that (see reparsesAsItself); otherwise the first attempt
 	// parses rec.URL as any other.
@@ -37,24 +41,32 @@ type begunIntent struct {
 	parsed bool
 }
 
-// begunIntentOf is the Intent of rec, which Begin built and the keystore
-// adopted, with what Begin derived rec from: rec's URL is target's
+// begunBlock is what Begin builds for a new intent, in one allocation:
+// the record, the Intent and its begunIntent should the keystore adopt
+// the record, and a record for the first Do to settle in. Do then reads
+// and writes memory Begin wrote side by side, instead of pieces the
+// collector scattered.
+type begunBlock struct {
+	rec   keystore.Record
+	in    Intent
+	begun begunIntent
+	work  keystore.Record
+}
+
+// begunIntentOf is the Intent of blk's record, which Begin built and the
+// keystore adopted, with what Begin derived it from: its URL is target's
 // string, with no secret query parameters taken out when params is nil.
-// The Intent and its begunIntent are one allocation.
-func begunIntentOf(rec *keystore.Record, target *urlMemo, params url.Values, secrets, sent http.Header) *Intent {
-	both := &struct {
-		in    Intent
-		begun begunIntent
-	}{}
-	both.in.refresh(rec)
-	b := &both.begun
-	b.rec, b.secrets, b.sent = rec, secrets, sent
+func begunIntentOf(blk *begunBlock, target *urlMemo, params url.Values, secrets, sent http.Header) *Intent {
+	rec := &blk.rec
+	blk.in.refresh(rec)
+	b := &blk.begun
+	b.rec, b.secrets, b.sent, b.work = rec, secrets, sent, &blk.work
 	if params == nil { // else rec.URL is another string than u's: the secrets came out of its query
 		b.target = target.u
 		b.parsed = target.reparses
 	}
-	both.in.begun = b
-	return &both.in
+	blk.in.begun = b
+	return &blk.in
 }
 
 // attemptRequest is the request of rec's attempts, without header. For
@@ -90,6 +102,15 @@ func (b *begunIntent) takeSent(secrets http.Header) http.Header {
 		return nil
 	}
 	return b.sent
+}
+
+// workRecord returns a record to settle a copy of rec in: the one Begin
+// allocated next to rec, the first time, a new one after.
+func (b *begunIntent) workRecord() *keystore.Record {
+	if b == nil || !b.workTaken.CompareAndSwap(false, true) {
+		return new(keystore.Record)
+	}
+	return b.work
 }
 
 // standardMethod reports whether m is one of the methods net/http names,

@@ -245,3 +245,17 @@ func TestEachURLIsStoredAsItselfWhateverCameBefore(t *testing.T) {
 		}
 	}
 }
+
+// The record Begin allocated for settling is handed out once: a store
+// may keep a settled record as it is, so a later Do settles in a new one.
+func TestTheWorkRecordIsHandedOutOnce(t *testing.T) {
+	t.Parallel()
+	blk := new(begunBlock)
+	in := begunIntentOf(blk, &urlMemo{}, nil, nil, http.Header{})
+	first := in.begun.workRecord()
+	assert.Same(t, &blk.work, first)
+	second := in.begun.workRecord()
+	assert.NotSame(t, first, second)
+	var none *begunIntent
+	assert.NotNil(t, none.workRecord(), "an intent Begin did not build gets a new record")
+}

@@ -122,9 +122,10 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 			begun = in.begun
 		}
 		before = rec
-		work := *rec
+		work := begun.workRecord()
+		*work = *rec
 		work.Reconciliations = slices.Clip(work.Reconciliations) // an append never writes into the shared array
-		rec = &work
+		rec = work
 	} else {
 		kept := *rec
 		before = &kept

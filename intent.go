@@ -182,7 +182,9 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 		return nil, err
 	}
 	now := c.cfg.now()
-	rec := &keystore.Record{
+	blk := new(begunBlock) // the record, and the Intent should the keystore adopt it
+	rec := &blk.rec
+	*rec = keystore.Record{
 		Key:           key,
 		Name:          keystore.ScopedName(name, principal),
 		Principal:     principal,
@@ -232,7 +234,7 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}
 	if created && existing == rec {
-		return begunIntentOf(rec, stored, params, secrets, sent), nil // built and fingerprinted above, and adopted as it is
+		return begunIntentOf(blk, stored, params, secrets, sent), nil // built and fingerprinted above, and adopted as it is
 	}
 	return intentFromRecord(rec), nil
 }
