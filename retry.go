@@ -77,9 +77,6 @@ func (o outcome) String() string {
 	}
 }
 
-// retried reports whether the outcome asks for another attempt.
-func (o outcome) retried() bool { return o == outcomeRetry || o == outcomeRetryUnsure }
-
 // outcomeOfVerdict maps a dialect's verdict on an answer to an outcome.
 func outcomeOfVerdict(v dialect.Verdict) outcome {
 	switch v {

@@ -15,11 +15,11 @@ const inProgressRounds = 3
 
 // burstTally is what the bursts of the concurrency check saw.
 type burstTally struct {
-	bursts, multi      int // bursts run; bursts with more than one effect
-	worst              int // most effects of one burst
-	worstIDs           string
-	ok, refused, other int
-	unexpected         []string
+	bursts, multi int // bursts run; bursts with more than one effect
+	worst         int // most effects of one burst
+	worstIDs      string
+	ok, refused   int
+	unexpected    []string
 	// held counts bursts whose duplicates were all answered with the
 	// original's result after waiting as long as it ran (lock-and-wait):
 	// heldSlowed among the bursts the Hold hook slowed, heldFree among

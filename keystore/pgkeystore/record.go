@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -366,9 +365,4 @@ func storedPostgresRecord(r *keystore.Record) *keystore.Record {
 func truncatePostgresTime(t time.Time) time.Time {
 	t = t.Round(0)
 	return t.Add(-time.Duration(t.Nanosecond() % 1000))
-}
-
-func isPostgresUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
