@@ -111,15 +111,6 @@ func (s *localState) secrets(key string) http.Header {
 	return s.m[key].secrets
 }
 
-// putSecrets replaces key's secret headers by h, handed over.
-func (s *localState) putSecrets(key string, h http.Header) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.m[key]
-	e.secrets = h
-	s.set(key, e)
-}
-
 // forgetSecrets drops every secret of key; whether it is unsent stays.
 func (s *localState) forgetSecrets(key string) {
 	s.mu.Lock()

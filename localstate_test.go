@@ -48,3 +48,13 @@ func TestLocalStateKeepsSecretsAndUnsentApart(t *testing.T) {
 	s.begun("k3", nil, nil, false)
 	require.NotContains(t, s.m, "k3")
 }
+
+// putSecrets replaces key's secrets by h, as another Begin of the same
+// name would: for tests that need the secrets to change under an intent.
+func (s *localState) putSecrets(key string, h http.Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.m[key]
+	e.secrets = h
+	s.set(key, e)
+}

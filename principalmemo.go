@@ -10,7 +10,7 @@ import (
 // credentials it named it from: a service sends most intents with one API
 // key, and its fingerprint (an HMAC) and sorted names are then computed
 // once instead of on every Begin. It holds a copy of those credentials,
-// as the Client's secret vault does for the intents it has not settled.
+// as the Client's local state does for the intents it has not settled.
 type principalMemo struct {
 	// names are the secret headers with a value, sorted (Record.SecretHeaders).
 	names []string
@@ -50,11 +50,11 @@ func (s *principalMemoSlot) lookup(sent http.Header, secret map[string]bool) (st
 }
 
 // remember makes principal, named from the secret headers names of
-// secrets, the memo.
-func (s *principalMemoSlot) remember(secrets http.Header, names []string, principal string) {
+// sent, the memo.
+func (s *principalMemoSlot) remember(sent http.Header, names []string, principal string) {
 	m := &principalMemo{names: slices.Clone(names), values: make([][]string, len(names)), principal: principal}
 	for i, name := range names {
-		m.values[i] = slices.Clone(secrets[name])
+		m.values[i] = slices.Clone(sent[name])
 	}
 	s.p.Store(m)
 }
