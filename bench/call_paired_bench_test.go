@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/keystore"
 )
 
 // BenchmarkCallPaired is BenchmarkCall's net-http and idem-memory ops
@@ -58,8 +59,9 @@ func BenchmarkCallPaired(b *testing.B) {
 // BenchmarkCall's contenders never runs it too): the transport answers every request at once with a fixed 201,
 // as the reference server's, so an op is the client's own work alone,
 // with every cache warm. net-http builds the request, sets a key and
-// sends it; idem-memory is Begin then Do. The difference is the CPU idem
-// spends per call; BenchmarkCall shows what it costs on top of a real
+// sends it; floor is floorCall, the least a client keeping the promise
+// does; idem-memory is Begin then Do. The differences are the CPU the
+// promise and idem spend per call; BenchmarkCall shows what it costs on top of a real
 // loopback exchange, where the network and the server's work have evicted
 // the client's code and data from the caches between calls.
 func BenchmarkClientCPU(b *testing.B) {
@@ -69,6 +71,14 @@ func BenchmarkClientCPU(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			postWithKey(b, hc, url)
+		}
+	})
+	b.Run("client=floor", func(b *testing.B) {
+		store := keystore.NewMemory()
+		b.Cleanup(func() { _ = store.Close() })
+		b.ReportAllocs()
+		for b.Loop() {
+			floorCall(b, hc, store, url)
 		}
 	})
 	b.Run("client=idem-memory", func(b *testing.B) {

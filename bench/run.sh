@@ -39,6 +39,9 @@ $BENCHSTAT -col /client "$OUT/call.txt" | tee "$OUT/call.stat"
 echo "== client overhead, the two calls alternated one by one in one loop (ratio idem/net-http per run)"
 interleaved -test.bench '^BenchmarkCallPaired$' -test.benchtime 2000x | tee "$OUT/callpaired.txt"
 
+echo "== the floor: the least a client keeping the promise does, alternated with a plain POST and with idem (ratios per run)"
+interleaved -test.bench '^BenchmarkCallFloor$' -test.benchtime 4000x | tee "$OUT/callfloor.txt"
+
 echo "== the client's own CPU per call: no network, no server, every cache warm"
 interleaved -test.bench '^BenchmarkClientCPU$' -test.benchtime 20000x | tee "$OUT/callcpu.txt"
 $BENCHSTAT -col /client "$OUT/callcpu.txt" | tee "$OUT/callcpu.stat"
