@@ -123,7 +123,7 @@ func everyAttributeValue(spans []sdktrace.ReadOnlySpan, rm metricdata.ResourceMe
 	var out []string
 	add := func(kvs []attribute.KeyValue) {
 		for _, kv := range kvs {
-			out = append(out, kv.Value.Emit())
+			out = append(out, kv.Value.String())
 		}
 	}
 	for _, s := range spans {

@@ -17,10 +17,10 @@ import (
 )
 
 // timedOnce runs Once for id and says how long it took and how often fn ran.
-func timedOnce(ctx context.Context, store server.Store, id string, fn func(context.Context) ([]byte, error), opts ...server.Option) ([]byte, error, time.Duration) {
+func timedOnce(ctx context.Context, store server.Store, id string, fn func(context.Context) ([]byte, error), opts ...server.Option) ([]byte, time.Duration, error) {
 	start := time.Now()
 	got, err := server.Once(ctx, store, onceScope, id, "fp", fn, opts...)
-	return got, err, time.Since(start)
+	return got, time.Since(start), err
 }
 
 // requireStoreTimeout checks err is the typed stall of op, answered
@@ -57,17 +57,17 @@ func TestOnceStoreTimeoutWithStalledPostgres(t *testing.T) {
 	bound := server.WithStoreTimeout(testStoreTimeout)
 	var runs atomic.Int32
 
-	got, err, _ := timedOnce(t.Context(), store, "m-before", countRuns(&runs, "done"), bound)
+	got, _, err := timedOnce(t.Context(), store, "m-before", countRuns(&runs, "done"), bound)
 	require.NoError(t, err, "the store works before the stall")
 	require.Equal(t, "done", string(got))
 
 	proxy.Pause()
-	_, err, took := timedOnce(t.Context(), store, "m-stalled", countRuns(&runs, "never"), bound)
+	_, took, err := timedOnce(t.Context(), store, "m-stalled", countRuns(&runs, "never"), bound)
 	requireStoreTimeout(t, err, "reserve", testStoreTimeout, took)
 	require.EqualValues(t, 1, runs.Load(), "fn does not run while the store stalls")
 	proxy.Resume()
 
-	_, err, took = timedOnce(t.Context(), store, "m-complete", func(context.Context) ([]byte, error) {
+	_, took, err = timedOnce(t.Context(), store, "m-complete", func(context.Context) ([]byte, error) {
 		runs.Add(1)
 		proxy.Pause() // the effect is done; the store stops answering
 		return []byte("shipped"), nil
@@ -94,7 +94,7 @@ func TestOnceStoreTimeoutWithStalledReserve(t *testing.T) {
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	var runs atomic.Int32
-	_, err, took := timedOnce(t.Context(), stallingStore{mem}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(testStoreTimeout))
+	_, took, err := timedOnce(t.Context(), stallingStore{mem}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(testStoreTimeout))
 	requireStoreTimeout(t, err, "reserve", testStoreTimeout, took)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Zero(t, runs.Load())
@@ -107,7 +107,7 @@ func TestOnceStoreTimeoutByDefault(t *testing.T) {
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	var runs atomic.Int32
-	_, err, took := timedOnce(t.Context(), stallingStore{mem}, "m-1", countRuns(&runs, "never"))
+	_, took, err := timedOnce(t.Context(), stallingStore{mem}, "m-1", countRuns(&runs, "never"))
 	requireStoreTimeout(t, err, "reserve", server.DefaultStoreTimeout, took)
 	require.Zero(t, runs.Load())
 }
@@ -121,7 +121,7 @@ func TestOnceCallerDeadlineIsNotAStoreTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	var runs atomic.Int32
-	_, err, _ := timedOnce(ctx, stallingStore{mem}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(time.Minute))
+	_, _, err := timedOnce(ctx, stallingStore{mem}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(time.Minute))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotErrorIs(t, err, server.ErrStoreTimeout)
 	require.Zero(t, runs.Load())
@@ -132,7 +132,7 @@ func TestOnceStoreTimeoutBoundsStoringTheResult(t *testing.T) {
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	var runs atomic.Int32
-	_, err, took := timedOnce(t.Context(), stallingCompleteStore{mem}, "m-1", countRuns(&runs, "done"), server.WithStoreTimeout(testStoreTimeout))
+	_, took, err := timedOnce(t.Context(), stallingCompleteStore{mem}, "m-1", countRuns(&runs, "done"), server.WithStoreTimeout(testStoreTimeout))
 	requireStoreTimeout(t, err, "complete", testStoreTimeout, took)
 	require.EqualValues(t, 1, runs.Load())
 }
@@ -144,7 +144,7 @@ func TestOnceLeaseBoundsStoringTheResult(t *testing.T) {
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	var runs atomic.Int32
-	_, err, took := timedOnce(t.Context(), stallingCompleteStore{mem}, "m-1", countRuns(&runs, "done"),
+	_, took, err := timedOnce(t.Context(), stallingCompleteStore{mem}, "m-1", countRuns(&runs, "done"),
 		server.WithStoreTimeout(time.Minute), server.WithLease(testStoreTimeout))
 	requireStoreTimeout(t, err, "complete", testStoreTimeout, took)
 }
@@ -163,7 +163,7 @@ func TestOnceStoreTimeoutBoundsReleasingTheID(t *testing.T) {
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
 	boom := errors.New("boom")
-	_, err, took := timedOnce(t.Context(), stallingReleaseStore{mem}, "m-1", func(context.Context) ([]byte, error) { return nil, boom },
+	_, took, err := timedOnce(t.Context(), stallingReleaseStore{mem}, "m-1", func(context.Context) ([]byte, error) { return nil, boom },
 		server.WithStoreTimeout(testStoreTimeout))
 	require.ErrorIs(t, err, boom, "fn's own error is kept")
 	requireStoreTimeout(t, err, "release", testStoreTimeout, took)

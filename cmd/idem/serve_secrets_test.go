@@ -19,8 +19,8 @@ import (
 const storeSecret = "s3cretPW"
 
 // runServeCapture runs `idem serve args...` at debug level to its end
-// (or a short life) and returns its error and every line it logged.
-func runServeCapture(t *testing.T, life time.Duration, args ...string) (error, string) {
+// (or a short life) and returns every line it logged and its error.
+func runServeCapture(t *testing.T, life time.Duration, args ...string) (string, error) {
 	t.Helper()
 	var stderr lockedBuffer
 	root := newRootCommand(serveTestEnv(nil))
@@ -30,7 +30,7 @@ func runServeCapture(t *testing.T, life time.Duration, args ...string) (error, s
 	ctx, cancel := context.WithTimeout(t.Context(), life)
 	defer cancel()
 	err := root.ExecuteContext(ctx)
-	return err, stderr.String()
+	return stderr.String(), err
 }
 
 // A DSN's password never reaches the start-up error or any log line,
@@ -49,7 +49,7 @@ func TestServe_StorePasswordNeverShownOnFailure(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			err, logs := runServeCapture(t, time.Minute, "--store", store)
+			logs, err := runServeCapture(t, time.Minute, "--store", store)
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), storeSecret)
 			assert.NotContains(t, logs, storeSecret)
@@ -79,7 +79,7 @@ func TestServe_StorePasswordNeverShownWhenServing(t *testing.T) {
 			if name == "redis" {
 				args = append(args, "--redis-allow-volatile") // the test Redis persists nothing
 			}
-			err, logs := runServeCapture(t, 3*time.Second, args...)
+			logs, err := runServeCapture(t, 3*time.Second, args...)
 			assert.NotContains(t, logs, storeSecret)
 			if err != nil {
 				assert.NotContains(t, err.Error(), storeSecret)

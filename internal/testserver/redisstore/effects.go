@@ -107,7 +107,7 @@ func (s *Store) GetPayment(ctx context.Context, principal, id string) (testserve
 // created at the same instant newest insertion first, as the index's
 // members start with a zero-padded insertion number.
 func (s *Store) ListPayments(ctx context.Context, principal string) ([]testserver.Payment, error) {
-	members, err := s.client.ZRevRange(ctx, s.keys.payments(principal), 0, -1).Result()
+	members, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.payments(principal), Start: 0, Stop: -1, Rev: true}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: list payments: %w", err)
 	}
