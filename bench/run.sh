@@ -65,6 +65,9 @@ $BENCHSTAT -col /callers "$OUT/concurrent.txt" | tee "$OUT/concurrent.stat"
 echo "== keystore: 64 concurrent Begins over 1, in alternating 200 ms phases on one client (x64/1)"
 interleaved -test.bench '^BenchmarkBeginScaling$' -test.benchtime 10x | tee "$OUT/scaling.txt"
 
+echo "== keystore: how long each Begin waits, 64 callers, across six folds of the log"
+interleaved -test.bench '^BenchmarkBeginLatency$' -test.benchtime 400000x | tee "$OUT/latency.txt"
+
 echo "== keystore: raw bbolt commits of 1 and 64 records (the ceiling of group commit)"
 interleaved -test.bench '^BenchmarkBoltBatch$' -test.benchtime 1s | tee "$OUT/batch.txt"
 $BENCHSTAT -col /batch "$OUT/batch.txt" | tee "$OUT/batch.stat"

@@ -37,9 +37,10 @@ import (
 // UUIDv4 keys put into a key-ordered B-tree would dirty about one page
 // each); the log is folded into the key-ordered records in bulk, at
 // Close, before a Purge, and in the background once it holds 65536
-// records. A fold still dirties about one page per record once the
-// records bucket is much bigger than the log; purged keystores stay
-// small enough for it to pay. The index from key to log id lives in memory and is
+// records, 1024 records a transaction, so a writer waits for one such
+// transaction at most, never for the whole fold. A fold still dirties
+// about one page per record once the records bucket is much bigger than
+// the log; purged keystores stay small enough for it to pay. The index from key to log id lives in memory and is
 // rebuilt from the log's ids at open. A file of the earlier layout
 // (format version 1) is opened in place and marked version 2, which
 // builds before the log refuse.
@@ -70,9 +71,15 @@ type Bolt struct {
 	deferDelay time.Duration
 
 	// log indexes the records not yet folded into bucketRecords (see
-	// bolt_log.go); foldAt is the log size that starts a fold.
-	log    logIndex
-	foldAt int
+	// bolt_log.go); foldAt is the log size that starts a fold, foldBatch
+	// the records one fold transaction moves (bolt_fold.go). foldStop,
+	// closed by Close, ends a background fold's rest; foldPaused, when
+	// set, is called at every rest (tests).
+	log        logIndex
+	foldAt     int
+	foldBatch  int
+	foldStop   chan struct{}
+	foldPaused func()
 
 	// adopted keeps the records AdoptCreate took over for GetShared
 	// (bolt_share.go).
@@ -93,7 +100,8 @@ const (
 func newBolt(db *bolt.DB, path string) *Bolt {
 	return &Bolt{db: db, path: path, writes: newCommitter(db, path),
 		purgeBatch: defaultPurgeBatch, purgeScan: defaultPurgeScan,
-		deferDelay: DefaultDeferDelay, foldAt: defaultFoldAt}
+		deferDelay: DefaultDeferDelay, foldAt: defaultFoldAt, foldBatch: defaultFoldBatch,
+		foldStop: make(chan struct{})}
 }
 
 // Path returns the path of the keystore file.
@@ -373,6 +381,7 @@ func (b *Bolt) Close() error {
 		return ErrClosed
 	}
 	b.closed = true
+	close(b.foldStop)
 	b.adopted.clear()
 	derr := b.closeDeferred()
 	if err := b.fold(); err != nil && derr == nil {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -140,22 +139,9 @@ func killChildAtRandom(t *testing.T, url, path string, round int) map[string]boo
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDeferredCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envDeferChild+"=1", envDeferURL+"="+url,
 		envDeferDB+"="+path, fmt.Sprintf("%s=%d", envDeferRound, round))
-	out, err := os.Create(filepath.Join(t.TempDir(), "child-stdout"))
-	require.NoError(t, err)
-	defer out.Close()
-	cmd.Stdout = out // a file: every line the child wrote survives the kill
-	require.NoError(t, cmd.Start())
-	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(out.Name())
-		return strings.Contains(string(b), "ready\n")
-	}, 10*time.Second, 5*time.Millisecond, "the child started")
-	time.Sleep(time.Duration(20+rand.IntN(300)) * time.Millisecond)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	b, err := os.ReadFile(out.Name())
-	require.NoError(t, err)
+	lines := testenv.KillAtRandom(t, cmd, 20*time.Millisecond, 300*time.Millisecond)
 	settled := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range lines {
 		if name, ok := strings.CutPrefix(line, "settled "); ok {
 			settled[name] = true
 		}
