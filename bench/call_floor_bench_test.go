@@ -78,14 +78,7 @@ func floorCall(b *testing.B, hc *http.Client, store *keystore.Memory, url string
 // floor/net-http is what the promise itself costs on this host, so it
 // bounds from below any target set for idem/net-http.
 func BenchmarkCallFloor(b *testing.B) {
-	srv := newPaymentServer(b)
-	url := srv.URL + "/v1/payments"
-	hc := srv.Client()
-	c, err := idem.New(idem.WithHTTPClient(hc))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
+	url, hc, c := newCallBench(b)
 	store := keystore.NewMemory()
 	b.Cleanup(func() { _ = store.Close() })
 	ops := [...]func(){

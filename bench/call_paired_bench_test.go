@@ -9,6 +9,20 @@ import (
 	"github.com/idemkit/idem/keystore"
 )
 
+// newCallBench starts the in-process reference server for a call
+// benchmark and returns its payments URL, the client of its connection
+// pool and an idem Client on that pool with the memory keystore.
+func newCallBench(b *testing.B) (string, *http.Client, *idem.Client) {
+	srv := newPaymentServer(b)
+	hc := srv.Client()
+	c, err := idem.New(idem.WithHTTPClient(hc))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return srv.URL + "/v1/payments", hc, c
+}
+
 // BenchmarkCallPaired is BenchmarkCall's net-http and idem-memory ops
 // alternated one by one in a single loop, against the same in-process
 // reference server, connection pool and Client, their order swapped on
@@ -19,14 +33,7 @@ import (
 // time to net/http's (idem/net-http) and each op's mean (ns/net-http,
 // ns/idem); ns/op is one pair.
 func BenchmarkCallPaired(b *testing.B) {
-	srv := newPaymentServer(b)
-	url := srv.URL + "/v1/payments"
-	hc := srv.Client()
-	c, err := idem.New(idem.WithHTTPClient(hc))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
+	url, hc, c := newCallBench(b)
 	plain := func() { postWithKey(b, hc, url) }
 	withIdem := func() { beginAndDo(b, c, url) }
 	var plainTime, idemTime time.Duration
