@@ -25,12 +25,10 @@ const (
 // recordChecksumSize is the length of a V2 record's checksum.
 const recordChecksumSize = sha256.Size
 
-// encodeRecord turns r into its stored form. Times are stored in UTC so a
-// record reads back the same whatever the zone of the process that wrote it.
-// The JSON is json.Marshal's, byte for byte, written by appendRecordJSON
-// straight after room for the encoding byte and the checksum: one
-// allocation for most records.
-func encodeRecord(r *Record) ([]byte, error) {
+// utcRecord is the copy of r that encodeRecord stores: its times in UTC
+// (Purged as it is), its reconciliation trail a copy, as the caller's is
+// not ours to change.
+func utcRecord(r *Record) Record {
 	c := *r
 	c.CreatedAt = r.CreatedAt.UTC()
 	c.UpdatedAt = r.UpdatedAt.UTC()
@@ -38,13 +36,22 @@ func encodeRecord(r *Record) ([]byte, error) {
 		c.AcceptedAt = r.AcceptedAt.UTC()
 	}
 	if len(r.Reconciliations) > 0 {
-		// A copy: the caller's trail is not ours to change.
 		c.Reconciliations = make([]Reconciliation, len(r.Reconciliations))
 		for i, v := range r.Reconciliations {
 			v.At = v.At.UTC()
 			c.Reconciliations[i] = v
 		}
 	}
+	return c
+}
+
+// encodeRecord turns r into its stored form. Times are stored in UTC so a
+// record reads back the same whatever the zone of the process that wrote it.
+// The JSON is json.Marshal's, byte for byte, written by appendRecordJSON
+// straight after room for the encoding byte and the checksum: one
+// allocation for most records.
+func encodeRecord(r *Record) ([]byte, error) {
+	c := utcRecord(r)
 	const head = 1 + recordChecksumSize
 	out := make([]byte, head, head+recordJSONSize(&c))
 	out, ok := appendRecordJSON(out, &c)

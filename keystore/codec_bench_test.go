@@ -27,7 +27,8 @@ func settledRecord(i int) *Record {
 // encodeRecordMarshal is encodeRecord as it was before appendRecordJSON:
 // json.Marshal of the UTC copy, then the checksum.
 func encodeRecordMarshal(r *Record) ([]byte, error) {
-	js, err := json.Marshal(utcRecord(r))
+	utc := utcRecord(r)
+	js, err := json.Marshal(&utc)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,8 @@ func checkEncodeRecord(t testing.TB, r *Record) {
 	t.Helper()
 	before, trail := *r, slices.Clone(r.Reconciliations)
 	data, err := encodeRecord(r)
-	want, werr := json.Marshal(utcRecord(r))
+	utc := utcRecord(r)
+	want, werr := json.Marshal(&utc)
 	if werr != nil {
 		if err == nil {
 			t.Fatalf("json.Marshal fails (%v), encodeRecord does not", werr)
@@ -129,25 +130,6 @@ func checkEncodeRecord(t testing.TB, r *Record) {
 	if !reflect.DeepEqual(got, &old) {
 		t.Fatalf("decoded record differs:\n got %+v\nwant %+v", got, &old)
 	}
-}
-
-// utcRecord is the copy of r that encodeRecord encoded with json.Marshal
-// before appendRecordJSON: its times in UTC (Purged as it is).
-func utcRecord(r *Record) *Record {
-	c := *r
-	c.CreatedAt = r.CreatedAt.UTC()
-	c.UpdatedAt = r.UpdatedAt.UTC()
-	if !r.AcceptedAt.IsZero() {
-		c.AcceptedAt = r.AcceptedAt.UTC()
-	}
-	if len(r.Reconciliations) > 0 {
-		c.Reconciliations = make([]Reconciliation, len(r.Reconciliations))
-		for i, v := range r.Reconciliations {
-			v.At = v.At.UTC()
-			c.Reconciliations[i] = v
-		}
-	}
-	return &c
 }
 
 // trickyText holds every kind of byte encoding/json treats apart.
