@@ -88,15 +88,5 @@ func BenchmarkClientCPU(b *testing.B) {
 			floorCall(b, hc, store, url)
 		}
 	})
-	b.Run("client=idem-memory", func(b *testing.B) {
-		c, err := idem.New(idem.WithHTTPClient(hc))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Close() })
-		b.ReportAllocs()
-		for b.Loop() {
-			beginAndDo(b, c, url)
-		}
-	})
+	b.Run("client=idem-memory", func(b *testing.B) { runIdemCalls(b, hc, url) })
 }

@@ -78,6 +78,20 @@ func beginAndDo(b *testing.B, c *idem.Client, url string) {
 	finish(b, resp, err)
 }
 
+// runIdemCalls is a benchmark loop of beginAndDo through a Client on hc
+// with opts added, closed when the benchmark ends.
+func runIdemCalls(b *testing.B, hc *http.Client, url string, opts ...idem.Option) {
+	c, err := idem.New(append([]idem.Option{idem.WithHTTPClient(hc)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	b.ReportAllocs()
+	for b.Loop() {
+		beginAndDo(b, c, url)
+	}
+}
+
 // BenchmarkCall is the per-call cost of one new payment through each
 // client, against the same in-process reference server and the same
 // connection pool. One op is one new intent end to end: for idem, Begin
@@ -90,13 +104,6 @@ func BenchmarkCall(b *testing.B) {
 	url := srv.URL + "/v1/payments"
 	hc := srv.Client()
 
-	idemCall := func(b *testing.B, c *idem.Client) {
-		b.Cleanup(func() { _ = c.Close() })
-		b.ReportAllocs()
-		for b.Loop() {
-			beginAndDo(b, c, url)
-		}
-	}
 	b.Run("client=net-http", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -118,18 +125,8 @@ func BenchmarkCall(b *testing.B) {
 			finish(b, resp, err)
 		}
 	})
-	b.Run("client=idem-memory", func(b *testing.B) {
-		c, err := idem.New(idem.WithHTTPClient(hc))
-		if err != nil {
-			b.Fatal(err)
-		}
-		idemCall(b, c)
-	})
+	b.Run("client=idem-memory", func(b *testing.B) { runIdemCalls(b, hc, url) })
 	b.Run("client=idem-bbolt", func(b *testing.B) {
-		c, err := idem.New(idem.WithHTTPClient(hc), idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil))
-		if err != nil {
-			b.Fatal(err)
-		}
-		idemCall(b, c)
+		runIdemCalls(b, hc, url, idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil))
 	})
 }

@@ -73,14 +73,6 @@ func BenchmarkCallDurableFloor(b *testing.B) {
 		}
 	})
 	b.Run("op=idem-bbolt", func(b *testing.B) {
-		c, err := idem.New(idem.WithHTTPClient(hc), idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Close() })
-		b.ReportAllocs()
-		for b.Loop() {
-			beginAndDo(b, c, url)
-		}
+		runIdemCalls(b, hc, url, idem.WithBoltStore(filepath.Join(b.TempDir(), "keys.db"), nil))
 	})
 }

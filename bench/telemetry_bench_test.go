@@ -22,26 +22,15 @@ func BenchmarkTelemetryCall(b *testing.B) {
 	url := srv.URL + "/v1/payments"
 	hc := srv.Client()
 
-	idemCall := func(b *testing.B, opts ...idem.Option) {
-		c, err := idem.New(append([]idem.Option{idem.WithHTTPClient(hc)}, opts...)...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Close() })
-		b.ReportAllocs()
-		for b.Loop() {
-			beginAndDo(b, c, url)
-		}
-	}
 	b.Run("client=net-http", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			postWithKey(b, hc, url)
 		}
 	})
-	b.Run("telemetry=none", func(b *testing.B) { idemCall(b) })
+	b.Run("telemetry=none", func(b *testing.B) { runIdemCalls(b, hc, url) })
 	b.Run("telemetry=noop", func(b *testing.B) {
-		idemCall(b, idem.WithTracerProvider(tracenoop.NewTracerProvider()), idem.WithMeterProvider(metricnoop.NewMeterProvider()))
+		runIdemCalls(b, hc, url, idem.WithTracerProvider(tracenoop.NewTracerProvider()), idem.WithMeterProvider(metricnoop.NewMeterProvider()))
 	})
 	b.Run("telemetry=sdk", func(b *testing.B) {
 		tp := sdktrace.NewTracerProvider()
@@ -50,6 +39,6 @@ func BenchmarkTelemetryCall(b *testing.B) {
 			_ = tp.Shutdown(context.Background())
 			_ = mp.Shutdown(context.Background())
 		})
-		idemCall(b, idem.WithTracerProvider(tp), idem.WithMeterProvider(mp))
+		runIdemCalls(b, hc, url, idem.WithTracerProvider(tp), idem.WithMeterProvider(mp))
 	})
 }
