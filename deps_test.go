@@ -3,13 +3,13 @@ package idem
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 // heavyDeps are packages the client must not carry: a program that only
@@ -42,7 +42,7 @@ func TestDependenciesStaySlim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list; skipped with -short")
 	}
-	goCmd := goCommand(t)
+	goCmd := testenv.GoCommand(t, "list dependencies")
 	for _, pkg := range []string{"github.com/idemkit/idem", "github.com/idemkit/idem/keystore"} {
 		deps := listDeps(t, goCmd, pkg)
 		var bad []string
@@ -70,7 +70,7 @@ func TestRootDoesNotDependOnRetryablehttp(t *testing.T) {
 		t.Skip("runs go list; skipped with -short")
 	}
 	const retryablehttp = "github.com/hashicorp/go-retryablehttp"
-	goCmd := goCommand(t)
+	goCmd := testenv.GoCommand(t, "list dependencies")
 	if slices.Contains(listDeps(t, goCmd, "github.com/idemkit/idem"), retryablehttp) {
 		t.Errorf("the root package depends on %s", retryablehttp)
 	}
@@ -97,26 +97,10 @@ func TestDependenciesCheckSeesPgx(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list; skipped with -short")
 	}
-	deps := listDeps(t, goCommand(t), "github.com/idemkit/idem/keystore/pgkeystore")
+	deps := listDeps(t, testenv.GoCommand(t, "list dependencies"), "github.com/idemkit/idem/keystore/pgkeystore")
 	if !slices.Contains(deps, "github.com/jackc/pgx/v5") || !matchesAny("github.com/jackc/pgx/v5", storageDeps) {
 		t.Fatalf("pgkeystore's dependencies lack pgx: %v", deps)
 	}
-}
-
-// goCommand finds the go command, or skips the test.
-func goCommand(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	if root := os.Getenv("GOROOT"); root != "" {
-		p := filepath.Join(root, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Skip("no go command on PATH or in $GOROOT; cannot list dependencies")
-	return ""
 }
 
 // listDeps returns the import paths of pkg and everything it imports,

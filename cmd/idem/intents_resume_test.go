@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -185,22 +185,6 @@ func TestResume_ProgressBarListsOnlyUnsettledIntents(t *testing.T) {
 	assert.False(t, isTerminal(&stderr))
 }
 
-// goTool finds the go command that builds the example.
-func goTool(t *testing.T) string {
-	t.Helper()
-	if path, err := exec.LookPath("go"); err == nil {
-		return path
-	}
-	if root := os.Getenv("GOROOT"); root != "" {
-		path := filepath.Join(root, "bin", "go")
-		if _, err := exec.LookPath(path); err == nil {
-			return path
-		}
-	}
-	t.Skip("no go command on PATH or in $GOROOT to build examples/resume")
-	return ""
-}
-
 // raceBuild reports whether this test binary was built with -race.
 func raceBuild() bool {
 	info, ok := debug.ReadBuildInfo()
@@ -227,7 +211,7 @@ func TestResume_FinishesWhatAKilledBatchLeft(t *testing.T) {
 	if raceBuild() {
 		args = append(args, "-race") // reuses what this test's build compiled
 	}
-	build := exec.CommandContext(t.Context(), goTool(t), append(args, "github.com/idemkit/idem/examples/resume")...)
+	build := exec.CommandContext(t.Context(), testenv.GoCommand(t, "build examples/resume"), append(args, "github.com/idemkit/idem/examples/resume")...)
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 // modulePath is this repository's module, as an outside go.mod requires it.
@@ -20,16 +22,6 @@ const modulePath = "github.com/idemkit/idem"
 // buildTimeout bounds one go build: a cold build cache on a busy machine
 // compiles the dependencies too.
 const buildTimeout = 5 * time.Minute
-
-// goTool returns the go command, or skips the test when there is none.
-func goTool(t *testing.T) string {
-	t.Helper()
-	tool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("the go command is not on PATH (%v); these tests build an outside module with it", err)
-	}
-	return tool
-}
 
 // repository returns the absolute directory of this repository and the
 // go version its go.mod declares, after checking that it is modulePath.
@@ -132,7 +124,7 @@ func fillModuleCache(t *testing.T) {
 		root, _ := repository(t)
 		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, goTool(t), "mod", "download")
+		cmd := exec.CommandContext(ctx, testenv.GoCommand(t, "build an outside module"), "mod", "download")
 		cmd.Dir = root
 		cmd.WaitDelay = 10 * time.Second
 		moduleCache.output, moduleCache.err = cmd.CombinedOutput()
@@ -148,7 +140,7 @@ func goBuild(t *testing.T, dir string, env []string, out, pkg string) ([]byte, e
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool(t), "build", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, testenv.GoCommand(t, "build an outside module"), "build", "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = 10 * time.Second

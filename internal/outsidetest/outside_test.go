@@ -40,7 +40,7 @@ var everyCheck = []string{
 // against the shop, keys in memory and, with IDEM_TEST_POSTGRES, in
 // PostgreSQL through server/pgstore.
 func TestOutsideServicePassesIdemCheck(t *testing.T) {
-	goTool(t)
+	testenv.GoCommand(t, "build an outside module")
 	root, _ := repository(t)
 	dir := t.TempDir()
 	shopDir := filepath.Join(dir, "shop")
@@ -70,7 +70,7 @@ func TestOutsideServicePassesIdemCheck(t *testing.T) {
 // packages does not compile. So what the shop compiles against is the
 // public API.
 func TestOutsideModuleCannotImportInternal(t *testing.T) {
-	goTool(t)
+	testenv.GoCommand(t, "build an outside module")
 	dir := t.TempDir()
 	const internalPkg = modulePath + "/internal/canonjson"
 	writeOutsideModule(t, dir, "example.com/intruder", map[string][]byte{
