@@ -35,18 +35,27 @@ import (
 // polled (GET, bounded by WithPolling and ctx); the original request is
 // never sent again. What the operation answers decides:
 //
-//   - A 2xx whose document is final: the intent is Succeeded and the
-//     response is that document.
+//   - A 2xx whose document says succeeded, in a word the dialect
+//     documents (or a JSON object with no status, the result itself): the
+//     intent is Succeeded and the response is that document.
+//   - A 2xx whose document says failed or canceled, in a documented word:
+//     the intent is Failed with that document, ErrOperationFailed.
 //   - A 202, or a 2xx whose status says pending ("pending", "processing",
 //     ...): polled again; at the bound the intent stays Accepted and the
 //     response is the 202, with a nil error.
 //   - 404 or 410 within WithOperationGrace of the 202: taken for a server
 //     that does not show the operation yet, and polled again. Later: the
-//     operation is gone, the intent Failed with that answer stored, and
-//     the error matches ErrOperationGone.
+//     operation is gone; the 202 proved the request was taken, so the
+//     intent stays Accepted and the error matches ErrOperationGone and
+//     ErrOutcomeUnknown.
 //   - Another 4xx, except 401, 403 and 407 (credentials, which a process
 //     resuming after a restart may lack) and the retryable 408, 425 and
-//     429: the intent is Failed with that answer and ErrFinalFailure.
+//     429; or a 2xx document whose status the dialect does not document
+//     ("expired", "on_hold", a number): no proof either way. Polling stops
+//     for this call, the intent stays Accepted, and the error matches
+//     ErrOperationUnknown and ErrOutcomeUnknown.
+//   - For a gone or unproven operation the Reconciler, when there is
+//     one, is asked; its verdict settles the intent.
 //   - No answer about the operation (transport errors and 5xx after the
 //     retries, 401, 403, 407, polling disabled, no usable Location):
 //     polling stops for this call, the intent stays Accepted with

@@ -83,11 +83,13 @@
 // never sent again, and its operation (the Location) is polled, bounded by
 // WithPolling, until it is final. A final document makes the intent
 // Succeeded; an operation still pending leaves it Accepted, and a later Do
-// polls again. An operation that answers 404 or 410 once its 202 is older
-// than WithOperationGrace (a server may take a moment to show a new
-// operation) is gone: the intent is Failed with ErrOperationGone. Any other
-// final 4xx makes it Failed with ErrFinalFailure, except 401, 403 and 407,
-// which say the poll lacked credentials. Supply them after a restart
+// polls again. Only a status word the dialect documents settles it; any
+// other word, a 4xx to the poll, or an operation that answers 404 or 410
+// once its 202 is older than WithOperationGrace (a server may take a moment
+// to show a new operation) proves nothing about a request the 202 proved
+// was taken: the intent stays Accepted, the error matches ErrOperationGone
+// or ErrOperationUnknown, and ErrOutcomeUnknown, and the Reconciler is asked.
+// 401, 403 and 407 say the poll lacked credentials. Supply them after a restart
 // through WithRequestEditor: a server that hides an operation from a
 // caller without them behind a 404 would make it look gone. An accepted intent whose 202 is older than
 // the retention, and whose operation is gone or gives no answer, is
@@ -136,8 +138,12 @@
 //   - ErrOperationFailed (which matches ErrFinalFailure too): an accepted
 //     intent's operation document says the work failed or was canceled.
 //   - ErrOperationGone: an accepted intent's operation answered 404 or
-//     410 after the grace; the intent is Failed with that answer, and what
-//     became of the request is for a reconciliation to find out.
+//     410 after the grace; the intent stays Accepted (matching
+//     ErrOutcomeUnknown too), and what became of the request is for a
+//     reconciliation to find out.
+//   - ErrOperationUnknown: an accepted intent's operation answered a 4xx,
+//     or a status word the dialect does not document; as for
+//     ErrOperationGone, the intent stays Accepted for a reconciliation.
 //
 // ErrIntentConflict comes from Begin, ErrInvalidRequest from a request
 // that cannot be sent, ErrNotReconcilable from Reconcile or Settle on an

@@ -35,9 +35,21 @@ var (
 	// ErrOperationGone: the operation of an accepted intent (the Location
 	// of its 202) answered 404 or 410 after WithOperationGrace: the server
 	// no longer knows it, so its outcome cannot be learnt from the server.
-	// The intent is Failed with that answer stored and is never resent nor
-	// polled again; reconcile it by hand.
+	// The 202 proved the request was taken, so the intent stays Accepted
+	// (never resent; a later Do polls again) and the error matches
+	// ErrOutcomeUnknown too; the Reconciler, when there is one, is asked.
+	// Reconcile it (Client.Reconcile, Client.Settle, `idem intents
+	// settle`). Records of earlier versions made such an intent Failed;
+	// they can be settled the same way.
 	ErrOperationGone = errors.New("idem: the accepted operation is gone from the server; reconcile it")
+	// ErrOperationUnknown: an accepted intent's operation answered in a way
+	// that ends polling but proves nothing of its outcome: a 4xx to the
+	// poll (other than 404/410, 401/403/407 and the retryable ones), or an
+	// operation document whose status the dialect does not document (see
+	// dialect.OperationUnknown). The intent stays Accepted, the error
+	// matches ErrOutcomeUnknown too, and the Reconciler, when there is one,
+	// is asked.
+	ErrOperationUnknown = errors.New("idem: the accepted operation's answer does not prove its outcome; reconcile it")
 	// ErrOperationFailed: the operation of an accepted intent reports
 	// that it failed or was canceled (a document whose status says so,
 	// as the dialect reads it). The intent is Failed with that document

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,7 +75,9 @@ func operationAnswering(t *testing.T, status int, body string, polls *atomic.Int
 // The reference server hides another principal's operation behind a 404,
 // as a poll without credentials sees it: within the grace the 404 is
 // taken for a server that has not caught up and polled again; after it
-// the operation is gone, the intent Failed, and the payout never resent.
+// the operation is gone. The 202 proved the payout was taken, so the
+// intent stays Accepted, its outcome unknown, listed for a reconciliation,
+// and the payout is never resent.
 func TestAcceptedOperationNotFoundAfterTheGraceIsGone(t *testing.T) {
 	t.Parallel()
 	srv := idemtest.NewServer(t, idemtest.WithPayoutDelay(time.Hour))
@@ -104,28 +107,32 @@ func TestAcceptedOperationNotFoundAfterTheGraceIsGone(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	resp, err = c.Do(ctx, in)
 	require.ErrorIs(t, err, ErrOperationGone)
+	assert.ErrorIs(t, err, ErrOutcomeUnknown, "the 202 proved the payout was taken")
+	assert.NotErrorIs(t, err, ErrFinalFailure)
 	assert.NotErrorIs(t, err, ErrKeyExpired)
 	var ge *GiveUpError
 	require.ErrorAs(t, err, &ge)
 	assert.Equal(t, http.StatusNotFound, ge.LastStatus)
 	require.NotNil(t, resp)
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.False(t, IsLocalReplay(resp))
-	assert.Equal(t, Failed, in.State)
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode, "the stored answer is the 202")
+	assert.Equal(t, Accepted, in.State)
 	assert.Contains(t, in.LastError, "gone")
 
-	gets := sent.gets.Load()
 	again, err := c.Do(ctx, in)
-	assert.ErrorIs(t, err, ErrOperationGone, "a replay repeats the verdict")
-	assert.True(t, IsLocalReplay(again))
-	assert.Equal(t, http.StatusNotFound, again.StatusCode)
-	assert.Equal(t, gets, sent.gets.Load(), "a gone operation is not polled again")
+	assert.ErrorIs(t, err, ErrOperationGone, "asked again, the operation is still gone")
+	assert.ErrorIs(t, err, ErrOutcomeUnknown)
+	assert.Equal(t, http.StatusAccepted, again.StatusCode)
 	assert.Equal(t, int64(1), sent.posts.Load(), "the payout is never resent")
 	assert.Equal(t, 1, srv.Requests())
 
 	pending, err := c.Pending(ctx)
 	require.NoError(t, err)
-	assert.Empty(t, pending, "a gone operation leaves nothing to resume")
+	require.Len(t, pending, 1, "a gone operation is listed for a reconciliation")
+	assert.Equal(t, in.Key, pending[0].Key)
+
+	settled, err := c.Settle(ctx, in.Key, Settlement{Outcome: OutcomeSucceeded, By: "ops", Note: "payout po_1 found in the provider's dashboard"})
+	require.NoError(t, err, "ErrOperationGone says reconcile it, and Settle takes it")
+	assert.Equal(t, Succeeded, settled.State)
 }
 
 func TestAcceptedOperationGoneWithoutGrace(t *testing.T) {
@@ -139,35 +146,85 @@ func TestAcceptedOperationGoneWithoutGrace(t *testing.T) {
 			in := begin(t, c, "", paymentRequest(t, url, 1, "gone"))
 			resp, err := c.Do(context.Background(), in)
 			require.ErrorIs(t, err, ErrOperationGone)
-			assert.Equal(t, status, resp.StatusCode)
-			assert.Equal(t, Failed, in.State)
-			assert.Equal(t, int64(1), polls.Load(), "the first 404 or 410 is believed")
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+			assert.Equal(t, Accepted, in.State)
+			assert.Equal(t, int64(1), polls.Load(), "the first 404 or 410 ends the call's polling")
 		})
 	}
 }
 
-// Any other final 4xx from the operation ends polling with the intent
-// Failed; credentials refused and retryable statuses do not.
-func TestAcceptedOperationRefusedIsFailed(t *testing.T) {
+// A final-looking 4xx to a poll of the operation proves nothing about the
+// request the 202 accepted: polling stops for the call, the intent stays
+// Accepted with its outcome unknown, and a later Do asks again. Before,
+// these made the intent Failed, which reads as "nothing was charged".
+func TestAcceptedOperationRefusedStaysAccepted(t *testing.T) {
 	t.Parallel()
 	const problem = `{"type":"https://errors.example/bad-operation","status":400}`
+	for _, status := range []int{400, 405, 406, 409, 422} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			t.Parallel()
+			var polls atomic.Int64
+			url := operationAnswering(t, status, problem, &polls)
+			c := newTestClient(t, quickPolling(newTestClock())...)
+			in := begin(t, c, "", paymentRequest(t, url, 1, "refused"))
+
+			resp, err := c.Do(context.Background(), in)
+			require.ErrorIs(t, err, ErrOperationUnknown)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			assert.NotErrorIs(t, err, ErrFinalFailure)
+			assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+			assert.Equal(t, Accepted, in.State)
+			assert.Contains(t, in.LastError, fmt.Sprintf("answered %d", status))
+			assert.Equal(t, int64(1), polls.Load())
+
+			_, err = c.Do(context.Background(), in)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			assert.Equal(t, int64(2), polls.Load(), "a later Do asks the operation again")
+			assert.Equal(t, Accepted, in.State)
+		})
+	}
+}
+
+// A 2xx operation document whose status no source of the dialect lists is
+// no verdict: before, every such word made the intent Succeeded.
+func TestAcceptedOperationUnknownWordStaysAccepted(t *testing.T) {
+	t.Parallel()
+	for _, word := range []string{"expired", "denied", "refused", "timed_out", "reversed", "returned",
+		"unknown", "blocked", "voided", "on_hold", "requires_action", "partially_failed"} {
+		t.Run(word, func(t *testing.T) {
+			t.Parallel()
+			var polls atomic.Int64
+			url := operationAnswering(t, http.StatusOK, `{"id":"op_1","status":"`+word+`"}`, &polls)
+			c := newTestClient(t, quickPolling(newTestClock())...)
+			in := begin(t, c, "", paymentRequest(t, url, 1, word))
+			resp, err := c.Do(context.Background(), in)
+			require.ErrorIs(t, err, ErrOperationUnknown)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+			assert.Equal(t, Accepted, in.State)
+			assert.Contains(t, in.LastError, word)
+			assert.Equal(t, int64(1), polls.Load(), "an unknown word ends the call's polling")
+		})
+	}
+}
+
+// An unproven poll answer asks the Reconciler, whose verdict settles the
+// intent.
+func TestAcceptedOperationUnprovenAsksTheReconciler(t *testing.T) {
+	t.Parallel()
 	var polls atomic.Int64
-	url := operationAnswering(t, http.StatusBadRequest, problem, &polls)
-	c := newTestClient(t, quickPolling(newTestClock())...)
-	in := begin(t, c, "", paymentRequest(t, url, 1, "refused"))
-
-	resp, err := c.Do(context.Background(), in)
-	require.ErrorIs(t, err, ErrFinalFailure)
-	assert.NotErrorIs(t, err, ErrOperationGone)
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.Equal(t, problem, readBody(t, resp))
-	assert.Equal(t, Failed, in.State)
-	assert.Equal(t, int64(1), polls.Load())
-
-	again, err := c.Do(context.Background(), in)
-	assert.ErrorIs(t, err, ErrFinalFailure)
-	assert.NotErrorIs(t, err, ErrOperationGone)
-	assert.Equal(t, problem, readBody(t, again), "the operation's answer is what is stored")
+	url := operationAnswering(t, http.StatusOK, `{"status":"on_hold"}`, &polls)
+	var asked atomic.Int64
+	c := newTestClient(t, append(quickPolling(newTestClock()), WithReconciler(func(_ context.Context, in *Intent) (Reconciliation, error) {
+		asked.Add(1)
+		return Reconciliation{Outcome: OutcomeSucceeded, Evidence: "payout po_1 is paid"}, nil
+	}))...)
+	in := begin(t, c, "", paymentRequest(t, url, 1, "held"))
+	_, err := c.Do(context.Background(), in)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), asked.Load())
+	assert.Equal(t, Succeeded, in.State)
 }
 
 // A poll refused for its credentials (a process resumed without

@@ -264,7 +264,7 @@ func WithLogger(l *slog.Logger) Option {
 // Pending supplies credentials; an operation may live on another host, so
 // an editor that adds credentials should check req.URL first. Polls need
 // them too: an operation polled without them may answer 404, which after
-// WithOperationGrace makes the intent Failed with ErrOperationGone. What it
+// WithOperationGrace ends polling with ErrOperationGone. What it
 // sets is never stored, and it cannot change the Idempotency-Key.
 func WithRequestEditor(fn func(ctx context.Context, req *http.Request) error) Option {
 	return func(c *config) error {

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,8 +27,6 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 	switch ans.verdict {
 	case verdictDone:
 		return c.settleOperation(ctx, rec, Succeeded, ans, nil)
-	case verdictFailed:
-		return c.settleOperation(ctx, rec, Failed, ans, ErrFinalFailure)
 	case verdictOperationFailed:
 		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationFailed)
 	case verdictGone:
@@ -35,8 +34,9 @@ func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*h
 			err := c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation is gone (status %d); reconcile it", c.cfg.retention, ans.status), ans.status)
 			return c.reconcileOr(ctx, rec, nil, err)
 		}
-		c.log.WarnContext(ctx, "idem: accepted operation is gone; reconcile it", "key", keyHash(rec.Key), "status", ans.status)
-		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationGone)
+		return c.operationUnproven(ctx, rec, ans, ErrOperationGone)
+	case verdictUnproven:
+		return c.operationUnproven(ctx, rec, ans, ErrOperationUnknown)
 	case verdictSilent:
 		// A call whose ctx ended learnt nothing about the operation.
 		if ctx.Err() == nil && c.pastRetention(rec) {
@@ -77,8 +77,11 @@ const (
 	verdictDone
 	// verdictGone: 404 or 410 after the grace.
 	verdictGone
-	// verdictFailed: another final 4xx.
-	verdictFailed
+	// verdictUnproven: an answer that ends polling but proves nothing of
+	// the operation: a 4xx (other than gone, and other than those about
+	// the poll's credentials or pace), or a 2xx document whose status the
+	// dialect does not document.
+	verdictUnproven
 	// verdictOperationFailed: a final 2xx document whose status says the
 	// operation failed or was canceled.
 	verdictOperationFailed
@@ -87,8 +90,10 @@ const (
 // pollAnswer is what polling an operation came to.
 type pollAnswer struct {
 	verdict pollVerdict
-	// final is the answer of a done, gone or failed operation.
+	// final is the answer of a done or failed operation.
 	final *finalAnswer
+	// why says what an unproven or gone answer was.
+	why string
 	// next is the wait before polling again; <= 0 stops polling.
 	next time.Duration
 	// status is the last HTTP status seen, 0 if none; attempts counts
@@ -172,29 +177,33 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) pollAnswer 
 		case truncated:
 			ans.verdict, ans.final = verdictDone, &finalAnswer{resp: resp, stored: stored}
 		default:
-			switch c.cfg.dialect.OperationStatus(stored.Body) {
+			switch st := c.cfg.dialect.OperationStatus(stored.Body); st {
 			case dialect.OperationPending:
 				ans.verdict, ans.next = verdictPending, c.pollWait(resp)
 			case dialect.OperationFailed, dialect.OperationCanceled:
 				ans.verdict, ans.final = verdictOperationFailed, &finalAnswer{resp: resp, stored: stored}
-			default:
+			case dialect.OperationSucceeded:
 				ans.verdict, ans.final = verdictDone, &finalAnswer{resp: resp, stored: stored}
+			default:
+				// A word the dialect does not document is no verdict.
+				ans.verdict = verdictUnproven
+				ans.why = fmt.Sprintf("the operation answered %d with a status dialect %s does not document (%s); outcome unknown", code, c.cfg.dialect.Name, statusExcerpt(stored.Body))
 			}
 		}
 	case operationGoneStatus(code) && c.withinGrace(rec):
 		bufferLast(resp)
 		rec.LastError = fmt.Sprintf("polling the operation: status %d within %s of the 202; polled again", code, c.cfg.opGrace)
 		ans.verdict, ans.next = verdictPending, c.pollWait(resp)
-	case operationGoneStatus(code) || operationRefused(code):
-		stored, _, err := capture(resp)
-		if err != nil {
-			rec.LastError = fmt.Sprintf("polling the operation: status %d: %v", code, err)
-			return ans
-		}
-		ans.verdict, ans.final = verdictFailed, &finalAnswer{resp: resp, stored: stored}
-		if operationGoneStatus(code) {
-			ans.verdict = verdictGone
-		}
+	case operationGoneStatus(code):
+		bufferLast(resp)
+		ans.verdict = verdictGone
+		ans.why = fmt.Sprintf("the operation answered %d more than %s after the 202; the 202 proved the request was taken, so its outcome is unknown", code, c.cfg.opGrace)
+	case operationRefused(code):
+		// The 202 proved the server took the request; a refusal of a GET
+		// of its operation says nothing about what became of it.
+		bufferLast(resp)
+		ans.verdict = verdictUnproven
+		ans.why = fmt.Sprintf("the operation answered %d, which proves nothing about the accepted request; outcome unknown", code)
 	default:
 		bufferLast(resp)
 		rec.LastError = fmt.Sprintf("polling the operation: status %d", code)
@@ -208,10 +217,10 @@ func operationGoneStatus(code int) bool {
 	return code == http.StatusNotFound || code == http.StatusGone
 }
 
-// operationRefused reports whether an operation's status is a final
-// refusal: a 4xx that is not "gone", not retryable, and not about the
+// operationRefused reports whether an operation's status is a refusal that
+// ends polling: a 4xx that is not "gone", not retryable, and not about the
 // credentials of the poll (which a process resuming after a restart may
-// lack, and which say nothing of the operation).
+// lack). None of them says what became of the accepted request.
 func operationRefused(code int) bool {
 	if code < 400 || code > 499 {
 		return false
@@ -265,6 +274,39 @@ func (c *Client) settleOperation(ctx context.Context, rec *keystore.Record, stat
 	c.forgetSecrets(rec.Key)
 	c.log.DebugContext(ctx, "idem: operation settled", "key", keyHash(rec.Key), "state", string(state), "status", ans.status)
 	return ans.final.resp, callErr
+}
+
+// operationUnproven records an answer that ends polling without proving
+// the operation's outcome: the intent stays Accepted (a later Do polls
+// again), why is its last error, and the call's error matches reason and
+// ErrOutcomeUnknown. The Reconciler, when there is one, is asked.
+func (c *Client) operationUnproven(ctx context.Context, rec *keystore.Record, ans pollAnswer, reason error) (*http.Response, error) {
+	ge := &GiveUpError{Reason: reason, Attempts: ans.attempts, LastStatus: ans.status, Key: rec.Key, OutcomeUnknown: true, LastErr: errors.New(ans.why)}
+	rec.LastError = ge.Error()
+	rec.UpdatedAt = c.cfg.now()
+	var err error = ge
+	if werr := c.write(ctx, c.updateFn, rec); werr != nil {
+		err = errors.Join(ge, fmt.Errorf("idem: storing the poll's answer: %w", werr))
+	}
+	c.log.WarnContext(ctx, "idem: the accepted operation's answer proves nothing; reconcile it", "key", keyHash(rec.Key), "status", ans.status)
+	return c.reconcileOr(ctx, rec, storedResponse(rec.Response, recordRequest(rec), false), err)
+}
+
+// statusExcerpt quotes at most the first 64 bytes of an operation
+// document's "status" member, or of the body when it has none, for an
+// error message.
+func statusExcerpt(body []byte) string {
+	var doc struct {
+		Status json.RawMessage `json:"status"`
+	}
+	b := body
+	if json.Unmarshal(body, &doc) == nil && doc.Status != nil {
+		b = doc.Status
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 // pollWait is the server's Retry-After (capped by the ceiling), or the

@@ -104,18 +104,36 @@ func adyenClassify(a Answer) Verdict {
 
 // adyenOperationStatus reads the resultCode of an Adyen payment
 // (https://docs.adyen.com/online-payments/build-your-integration/payment-result-codes)
-// and leaves any other document to DraftOperationStatus.
+// and the status of a modification; a resultCode the page does not list is
+// OperationUnknown, and any other document goes to DraftOperationStatus.
 func adyenOperationStatus(body []byte) OperationStatus {
 	var doc struct {
 		ResultCode string `json:"resultCode"`
+		Status     string `json:"status"`
 	}
-	if json.Unmarshal(body, &doc) != nil || doc.ResultCode == "" {
+	if json.Unmarshal(body, &doc) != nil {
+		return DraftOperationStatus(body)
+	}
+	if doc.ResultCode == "" {
+		// A modification (capture, refund, cancel) answers
+		// {"status":"received"}: the request was received and its outcome
+		// comes later in a webhook
+		// (https://docs.adyen.com/online-payments/capture#capture-a-payment),
+		// so it is not final.
+		if doc.Status == "received" {
+			return OperationPending
+		}
 		return DraftOperationStatus(body)
 	}
 	switch doc.ResultCode {
 	// "The payment was successfully authorised"; a partial authorisation took
 	// money too.
 	case "Authorised", "PartiallyAuthorised":
+		return OperationSucceeded
+	// AuthenticationFinished, AuthenticationNotRequired: "Returned for 3D
+	// Secure 2 authentication-only transactions", whose work is the
+	// authentication.
+	case "AuthenticationFinished", "AuthenticationNotRequired":
 		return OperationSucceeded
 	// Received: "will be processed"; Pending: "the final status of the
 	// payment is not available yet"; the *Shopper codes wait for the shopper
@@ -130,5 +148,5 @@ func adyenOperationStatus(body []byte) OperationStatus {
 	case "Cancelled":
 		return OperationCanceled
 	}
-	return DraftOperationStatus(body)
+	return OperationUnknown
 }

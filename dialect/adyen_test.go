@@ -66,6 +66,7 @@ func TestAdyenOperationStatus(t *testing.T) {
 		{"Cancelled", rc("Cancelled"), OperationCanceled},
 		{"AuthenticationFinished", rc("AuthenticationFinished"), OperationSucceeded},
 		{"no resultCode, status word", `{"status":"failed"}`, OperationFailed},
-		{"modification received", `{"status":"received","pspReference":"993617895204576J"}`, OperationSucceeded},
+		{"modification received", `{"status":"received","pspReference":"993617895204576J"}`, OperationPending},
+		{"resultCode the page does not list", rc("Expired"), OperationUnknown},
 	})
 }

@@ -110,8 +110,9 @@ const BodyPeek = 64 << 10
 type OperationStatus int
 
 const (
-	// OperationSucceeded: final, and the work succeeded (or the document
-	// names no status, which a plain resource does not).
+	// OperationSucceeded: final, and the work succeeded: a status word
+	// the dialect's provider documents as success, or a JSON object that
+	// names no status at all (a plain resource, the operation's result).
 	OperationSucceeded OperationStatus = iota
 	// OperationPending: not final yet; poll again.
 	OperationPending
@@ -120,6 +121,12 @@ const (
 	// OperationCanceled: final, and the work was canceled before it
 	// took effect.
 	OperationCanceled
+	// OperationUnknown: the document does not say: a status word the
+	// dialect's provider does not document, a status that is not a string,
+	// a body that is not a JSON document. It proves nothing, so the intent
+	// stays Accepted (unsettled) and the caller's error matches
+	// ErrOutcomeUnknown.
+	OperationUnknown
 )
 
 // String names the status for logs and reports.
@@ -131,6 +138,8 @@ func (s OperationStatus) String() string {
 		return "failed"
 	case OperationCanceled:
 		return "canceled"
+	case OperationUnknown:
+		return "unknown"
 	default:
 		return "succeeded"
 	}

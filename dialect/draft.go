@@ -135,18 +135,29 @@ func ProblemTypeHasSuffix(a Answer, suffix string) bool {
 }
 
 // Operation status words, lower case with '-' and ' ' folded to '_'.
+// Only the success, failed and canceled words are verdicts, and each is
+// on its list because a source documents it: this project's reference
+// server (internal/testserver/payouts.go: "pending", "succeeded",
+// "failed") and Azure's long-running operations ("NotStarted",
+// "Running", "Succeeded", "Failed", "Canceled",
+// https://github.com/microsoft/api-guidelines/blob/vNext/azure/Guidelines.md#long-running-operations).
+// The pending words say only "poll again", which is no verdict. Any other
+// word is OperationUnknown: a guess either way could record a payment
+// that was made as failed, or one that was not as paid.
 var (
 	pendingWords = map[string]bool{
 		"pending": true, "processing": true, "running": true, "queued": true,
 		"in_progress": true, "inprogress": true, "accepted": true,
 		"notstarted": true, "not_started": true, "scheduled": true,
 	}
+	successWords = map[string]bool{
+		"succeeded": true,
+	}
 	failedWords = map[string]bool{
-		"failed": true, "failure": true, "error": true, "errored": true,
-		"rejected": true, "declined": true,
+		"failed": true,
 	}
 	canceledWords = map[string]bool{
-		"canceled": true, "cancelled": true, "aborted": true,
+		"canceled": true,
 	}
 )
 
@@ -154,22 +165,26 @@ var (
 //
 //   - a JSON object with a string "status" (this project's payouts,
 //     Azure's long-running operations: "NotStarted", "Running",
-//     "Succeeded", "Failed", "Canceled"): pending, failed and canceled
-//     words are recognised, in any case; any other word is success;
+//     "Succeeded", "Failed", "Canceled"): read by StatusWord, in any
+//     case; a word it does not list, or a status that is not a string, is
+//     OperationUnknown;
 //   - a JSON object with a boolean "done" (Google's long-running
-//     operations): false is pending, true with an "error" member is
+//     operations, https://cloud.google.com/service-infrastructure/docs/service-management/reference/rest/v1/operations:
+//     "If true, the operation is completed, and either error or response
+//     is available"): false is pending, true with an "error" member is
 //     failed, true otherwise is success.
 //
-// A document of neither shape (not JSON, no status) is a plain resource:
-// OperationSucceeded.
+// A JSON object with neither member is a plain resource, the operation's
+// result: OperationSucceeded. Anything else (not JSON, a JSON array or
+// scalar, an empty body) proves nothing: OperationUnknown.
 func DraftOperationStatus(body []byte) OperationStatus {
 	var doc struct {
-		Status *string          `json:"status"`
+		Status json.RawMessage  `json:"status"`
 		Done   *bool            `json:"done"`
 		Error  *json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &doc) != nil {
-		return OperationSucceeded
+	if !isJSONObject(body) || json.Unmarshal(body, &doc) != nil {
+		return OperationUnknown
 	}
 	if doc.Done != nil {
 		switch {
@@ -178,23 +193,54 @@ func DraftOperationStatus(body []byte) OperationStatus {
 		case doc.Error != nil && string(*doc.Error) != "null":
 			return OperationFailed
 		}
+		if doc.Status == nil {
+			return OperationSucceeded
+		}
 	}
 	if doc.Status == nil {
 		return OperationSucceeded
 	}
-	return StatusWord(*doc.Status)
+	var word string
+	if json.Unmarshal(doc.Status, &word) != nil {
+		return OperationUnknown
+	}
+	return StatusWord(word)
 }
 
-// StatusWord reads one status word as DraftOperationStatus does.
+// isJSONObject reports whether body, past leading white space, opens a
+// JSON object.
+func isJSONObject(body []byte) bool {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
+// StatusWord reads one status word as DraftOperationStatus does: the
+// words of the reference server and of Azure's long-running operations,
+// in any case, with '-' and ' ' read as '_'; any other word is
+// OperationUnknown.
 func StatusWord(s string) OperationStatus {
-	w := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(s)))
+	w := foldWord(s)
 	switch {
 	case pendingWords[w]:
 		return OperationPending
+	case successWords[w]:
+		return OperationSucceeded
 	case failedWords[w]:
 		return OperationFailed
 	case canceledWords[w]:
 		return OperationCanceled
 	}
-	return OperationSucceeded
+	return OperationUnknown
+}
+
+// foldWord is a status word in lower case, trimmed, with '-' and ' ' read
+// as '_'.
+func foldWord(s string) string {
+	return strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(s)))
 }

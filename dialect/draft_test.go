@@ -68,16 +68,43 @@ func TestDraftOperationStatus(t *testing.T) {
 		{"in progress, spaced", `{"status":"In Progress"}`, OperationPending},
 		{"in-progress", `{"status":"in-progress"}`, OperationPending},
 		{"failed", `{"status":"failed"}`, OperationFailed},
-		{"declined", `{"status":"DECLINED"}`, OperationFailed},
+		{"declined, listed by no source of Draft", `{"status":"DECLINED"}`, OperationUnknown},
 		{"Canceled", `{"status":"Canceled"}`, OperationCanceled},
-		{"cancelled", `{"status":"cancelled"}`, OperationCanceled},
+		{"cancelled, listed by no source of Draft", `{"status":"cancelled"}`, OperationUnknown},
 		{"Succeeded", `{"status":"Succeeded"}`, OperationSucceeded},
-		{"unknown word", `{"status":"shipped"}`, OperationSucceeded},
+		{"unknown word", `{"status":"shipped"}`, OperationUnknown},
+		{"status not a string", `{"status":3}`, OperationUnknown},
+		{"status an object", `{"status":{"code":"succeeded"}}`, OperationUnknown},
+		{"status null", `{"status":null}`, OperationUnknown},
 		{"Google not done", `{"name":"operations/1","done":false}`, OperationPending},
 		{"Google done with error", `{"done":true,"error":{"code":13}}`, OperationFailed},
 		{"Google done, null error", `{"done":true,"error":null}`, OperationSucceeded},
 		{"Google done", `{"done":true,"response":{}}`, OperationSucceeded},
 		{"no status", `{"id":"pay_1"}`, OperationSucceeded},
-		{"not JSON", `<html></html>`, OperationSucceeded},
+		{"not JSON", `<html></html>`, OperationUnknown},
+		{"empty body", ``, OperationUnknown},
+		{"JSON array", `[{"status":"succeeded"}]`, OperationUnknown},
+		{"broken JSON", `{"status":"succeeded"`, OperationUnknown},
 	})
+}
+
+// TestDraftUnknownWordsAreNoVerdict: a word no source of Draft documents is
+// never read as success or failure, whatever it seems to say.
+func TestDraftUnknownWordsAreNoVerdict(t *testing.T) {
+	for _, w := range []string{"expired", "denied", "refused", "timed_out", "reversed", "returned",
+		"unknown", "blocked", "voided", "on_hold", "requires_action", "partially_failed",
+		"success", "completed", "ok", "paid", "error", "rejected", ""} {
+		// Words a provider's page lists (PayPal's in upper case).
+		documented := map[string]bool{"stripe:requires_action": true,
+			"paypal:denied": true, "paypal:voided": true, "paypal:completed": true}
+		body := `{"status":"` + w + `"}`
+		for _, d := range []Dialect{Draft(), Stripe(), PayPal(), Adyen(), Square()} {
+			if documented[d.Name+":"+w] {
+				continue
+			}
+			if got := d.OperationStatus([]byte(body)); got != OperationUnknown && got != OperationPending {
+				t.Errorf("%s: %s = %s, want unknown (or pending)", d.Name, body, got)
+			}
+		}
+	}
 }

@@ -167,7 +167,8 @@ type paypalStatus struct {
 	Status string `json:"status"`
 }
 
-// paypalWord reads one PayPal status word.
+// paypalWord reads one PayPal status word of an order, a capture or an
+// authorization; a word none of the pages below lists is OperationUnknown.
 func paypalWord(w string) OperationStatus {
 	switch strings.ToUpper(strings.TrimSpace(w)) {
 	// Order VOIDED: "All purchase units in the order are voided"
@@ -178,22 +179,30 @@ func paypalWord(w string) OperationStatus {
 	case "VOIDED":
 		return OperationCanceled
 	// Authorization DENIED
-	// (https://developer.paypal.com/api/payments/v2/definitions/authorization_status).
-	case "DENIED":
+	// (https://developer.paypal.com/api/payments/v2/definitions/authorization_status);
+	// capture DECLINED and FAILED
+	// (https://developer.paypal.com/sdk/orders/v2/definitions/capture_status).
+	case "DENIED", "DECLINED", "FAILED":
 		return OperationFailed
+	// Capture and authorization PENDING. An order CREATED, SAVED, APPROVED
+	// or PAYER_ACTION_REQUIRED is not COMPLETED yet: it waits for the payer
+	// or for a capture (order_status above).
+	case "PENDING", "CREATED", "SAVED", "APPROVED", "PAYER_ACTION_REQUIRED":
+		return OperationPending
+	// Capture COMPLETED, REFUNDED and PARTIALLY_REFUNDED (money moved);
+	// authorization CAPTURED and PARTIALLY_CAPTURED; an order COMPLETED
+	// without payments to fold.
+	case "COMPLETED", "REFUNDED", "PARTIALLY_REFUNDED", "CAPTURED", "PARTIALLY_CAPTURED":
+		return OperationSucceeded
 	}
-	// Capture COMPLETED, DECLINED, PENDING, FAILED, REFUNDED and
-	// PARTIALLY_REFUNDED
-	// (https://developer.paypal.com/sdk/orders/v2/definitions/capture_status)
-	// read as Draft reads them: pending, failed, and the rest (money moved)
-	// success.
-	return StatusWord(w)
+	return OperationUnknown
 }
 
 // paypalWorst folds the payments of one order: any pending one leaves the
 // order pending; any that took money makes it a success, so an order is never
-// recorded failed when part of it was paid; otherwise a failure beats a
-// cancellation.
+// recorded failed when part of it was paid; any word not documented leaves
+// the order unknown, since it may have taken money; otherwise a failure beats
+// a cancellation.
 func paypalWorst(words []string) OperationStatus {
 	got := make(map[OperationStatus]bool)
 	for _, w := range words {
@@ -204,6 +213,8 @@ func paypalWorst(words []string) OperationStatus {
 		return OperationPending
 	case got[OperationSucceeded]:
 		return OperationSucceeded
+	case got[OperationUnknown]:
+		return OperationUnknown
 	case got[OperationFailed]:
 		return OperationFailed
 	}

@@ -70,7 +70,9 @@ func TestPayPalOperationStatus(t *testing.T) {
 		{"order completed, authorization denied",
 			`{"status":"COMPLETED","purchase_units":[{"payments":{"authorizations":[{"status":"DENIED"}]}}]}`, OperationFailed},
 		{"order voided", `{"id":"5O190127TN364715T","status":"VOIDED"}`, OperationCanceled},
-		{"order approved", `{"id":"5O190127TN364715T","status":"APPROVED"}`, OperationSucceeded},
+		{"order approved, not captured yet", `{"id":"5O190127TN364715T","status":"APPROVED"}`, OperationPending},
+		{"capture in a word no page lists", capture("ON_HOLD"), OperationUnknown},
+		{"order completed, a capture in a word no page lists", order("COMPLETED", capture("ON_HOLD")+","+capture("DECLINED")), OperationUnknown},
 		{"capture declined", capture("DECLINED"), OperationFailed},
 		{"capture failed", capture("FAILED"), OperationFailed},
 		{"capture pending", capture("PENDING"), OperationPending},
@@ -78,6 +80,6 @@ func TestPayPalOperationStatus(t *testing.T) {
 		{"authorization denied", `{"id":"0VF52814937998046","status":"DENIED"}`, OperationFailed},
 		{"authorization voided", `{"id":"0VF52814937998046","status":"VOIDED"}`, OperationCanceled},
 		{"authorization pending", `{"id":"0VF52814937998046","status":"PENDING"}`, OperationPending},
-		{"not JSON", `ok`, OperationSucceeded},
+		{"not JSON", `ok`, OperationUnknown},
 	})
 }

@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"strings"
 )
 
 // Pages the Square rules come from.
@@ -104,8 +105,9 @@ func squareClassify(a Answer) Verdict {
 // (https://developer.squareup.com/reference/square/objects/Payment); refund:
 // PENDING, COMPLETED, REJECTED or FAILED
 // (https://developer.squareup.com/reference/square/objects/PaymentRefund).
-// StatusWord reads all of them (APPROVED, an authorised payment, as success);
-// any other document goes to DraftOperationStatus.
+// squareWord reads all of them (APPROVED, an authorised payment, as
+// success); any other word is OperationUnknown, and any other document goes
+// to DraftOperationStatus.
 func squareOperationStatus(body []byte) OperationStatus {
 	var doc struct {
 		Payment *struct {
@@ -118,10 +120,26 @@ func squareOperationStatus(body []byte) OperationStatus {
 	if json.Unmarshal(body, &doc) == nil {
 		switch {
 		case doc.Payment != nil && doc.Payment.Status != "":
-			return StatusWord(doc.Payment.Status)
+			return squareWord(doc.Payment.Status)
 		case doc.Refund != nil && doc.Refund.Status != "":
-			return StatusWord(doc.Refund.Status)
+			return squareWord(doc.Refund.Status)
 		}
 	}
 	return DraftOperationStatus(body)
+}
+
+// squareWord reads one status of a Square payment or refund, as the pages
+// above list them.
+func squareWord(w string) OperationStatus {
+	switch strings.ToUpper(strings.TrimSpace(w)) {
+	case "PENDING":
+		return OperationPending
+	case "COMPLETED", "APPROVED":
+		return OperationSucceeded
+	case "FAILED", "REJECTED":
+		return OperationFailed
+	case "CANCELED":
+		return OperationCanceled
+	}
+	return OperationUnknown
 }

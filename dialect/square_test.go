@@ -62,6 +62,7 @@ func TestSquareOperationStatus(t *testing.T) {
 		{"refund completed", refund("COMPLETED"), OperationSucceeded},
 		{"refund rejected", refund("REJECTED"), OperationFailed},
 		{"refund failed", refund("FAILED"), OperationFailed},
+		{"payment in a word no page lists", payment("EXPIRED"), OperationUnknown},
 		{"top-level status", `{"status":"PENDING"}`, OperationPending},
 		{"no status", `{"customer":{"id":"JDKYHBWT1D4F8MFH63DBMEN8Y4"}}`, OperationSucceeded},
 	})
