@@ -76,24 +76,19 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 	if res.stop != nil {
 		return c.stayPending(ctx, rec, res, !doubt && !res.unknown)
 	}
-	switch {
-	case res.outcome == outcomeUnresolvable:
+	j := judgeAnswer(res.outcome, doubt || res.unknown)
+	if j.unknown {
 		rec.MayHaveExecuted = true
-		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d, which may follow an executed request; resending cannot tell", res.lastStatus))
-	case (res.outcome == outcomeRefused || res.outcome == outcomeKeyReused) && (doubt || res.unknown):
-		// After a possible effect, even "key reused" may be the server
-		// holding the key for our own earlier attempt.
-		rec.MayHaveExecuted = true
-		return c.unsettled(ctx, rec, res, fmt.Errorf("server answered %d (%s), which does not prove whether an earlier attempt took effect", res.lastStatus, res.outcome))
+		return c.unsettled(ctx, rec, res, j.why(res.lastStatus, res.outcome))
 	}
-	return c.storeAnswer(ctx, rec, res)
+	return c.storeAnswer(ctx, rec, res, j)
 }
 
-// storeAnswer stores a final answer that proves the intent's outcome (a
-// success, a 202, key reuse, a rejection) or a refusal when no attempt may
-// have taken effect, and returns it.
-func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sendResult) (*http.Response, error) {
-	settles := res.outcome != outcomeAccepted // an Accepted record is polled on, and copied by its write
+// storeAnswer stores a final answer that proves the intent's outcome, as
+// judgeAnswer judged it in j (a success, a 202, key reuse, a rejection, a
+// refusal when no attempt may have taken effect), and returns it.
+func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sendResult, j judgement) (*http.Response, error) {
+	settles := j.state != Accepted // an Accepted record is polled on, and copied by its write
 	stored, truncated, err := captureAnswer(res.resp, settles && c.storeEncodesSettled())
 	if err != nil {
 		// The server answered but the answer was lost on the way: the
@@ -109,19 +104,13 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 		rec.LastError = fmt.Sprintf("response body over %d bytes; not kept for local replays", MaxBodySize)
 	}
 	var callErr error
-	switch res.outcome {
-	case outcomeSuccess:
-		rec.State = Succeeded
-	case outcomeAccepted:
-		rec.State = Accepted
+	rec.State = j.state
+	switch j.state {
+	case Accepted:
 		rec.AcceptedAt = rec.UpdatedAt
 		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
-	case outcomeKeyReused:
-		rec.State = Failed
-		callErr = &GiveUpError{Reason: ErrKeyReused, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
-	default:
-		rec.State = Failed
-		callErr = &GiveUpError{Reason: ErrFinalFailure, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
+	case Failed:
+		callErr = &GiveUpError{Reason: j.reason, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
 	}
 	if callErr != nil {
 		rec.LastError = callErr.Error()

@@ -24,19 +24,18 @@ import (
 func (c *Client) poll(ctx context.Context, rec *keystore.Record, fresh bool) (*http.Response, error) {
 	lastError := rec.LastError
 	ans := c.followOperation(ctx, rec)
-	switch ans.verdict {
-	case verdictDone:
-		return c.settleOperation(ctx, rec, Succeeded, ans, nil)
-	case verdictOperationFailed:
-		return c.settleOperation(ctx, rec, Failed, ans, ErrOperationFailed)
-	case verdictGone:
-		if c.pastRetention(rec) {
+	if j, ok := judgeOperation(ans.verdict); ok {
+		switch {
+		case !j.unknown:
+			return c.settleOperation(ctx, rec, j.state, ans, j.reason)
+		case ans.verdict == verdictGone && c.pastRetention(rec):
 			err := c.expire(ctx, rec, fmt.Sprintf("accepted more than the key retention (%s) ago and the operation is gone (status %d); reconcile it", c.cfg.retention, ans.status), ans.status)
 			return c.reconcileOr(ctx, rec, nil, err)
+		default:
+			return c.operationUnproven(ctx, rec, ans, j.reason)
 		}
-		return c.operationUnproven(ctx, rec, ans, ErrOperationGone)
-	case verdictUnproven:
-		return c.operationUnproven(ctx, rec, ans, ErrOperationUnknown)
+	}
+	switch ans.verdict {
 	case verdictSilent:
 		// A call whose ctx ended learnt nothing about the operation.
 		if ctx.Err() == nil && c.pastRetention(rec) {
