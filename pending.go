@@ -115,7 +115,9 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	case outcomeAccepted:
 		rec.State = Accepted
 		rec.AcceptedAt = rec.UpdatedAt
-		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
+		// Stored without secret query parameters, as the intent's URL
+		// is; polls of the intent's origin carry the intent's own.
+		rec.Operation, _ = c.withoutSecretParams(operationURL(rec.URL, resp.Header.Get("Location")))
 	case outcomeKeyReused:
 		rec.State = Failed
 		callErr = &GiveUpError{Reason: ErrKeyReused, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
