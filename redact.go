@@ -108,6 +108,80 @@ func scrubValues(text string, values []string) string {
 	return text
 }
 
+// scrubText is text without the values given nor the value of any secret
+// query parameter it shows ("?api_key=…" or "&token=…" in a URL written
+// into a message).
+func scrubText(text string, values []string, secret map[string]bool) string {
+	return redactQueryText(scrubValues(text, values), secret)
+}
+
+// redactQueryText replaces, in free text, the value of every secret query
+// parameter written as part of a URL (after '?' or '&') by REDACTED. It
+// is the last guard of text the client stores or logs: whatever wrote a
+// URL into a message (a request editor's error, a server's Location), the
+// secret does not survive it.
+func redactQueryText(text string, secret map[string]bool) string {
+	if strings.IndexByte(text, '=') < 0 {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(text); {
+		if c := text[i]; c != '?' && c != '&' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(text) && isParamNameByte(text[j]) {
+			j++
+		}
+		if j == i+1 || j == len(text) || text[j] != '=' {
+			i = j
+			continue
+		}
+		name, err := url.QueryUnescape(text[i+1 : j])
+		if err != nil || !isSecretParam(name, secret) {
+			i = j
+			continue
+		}
+		k := j + 1
+		for k < len(text) && !isValueEnd(text[k]) {
+			k++
+		}
+		if k > j+1 && text[j+1:k] != redactedValue {
+			b.WriteString(text[last : j+1])
+			b.WriteString(redactedValue)
+			last = k
+		}
+		i = k
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// isParamNameByte reports whether c may appear in a query parameter's
+// name as URLs write it.
+func isParamNameByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return c == '-' || c == '_' || c == '.' || c == '%' || c == '~'
+}
+
+// isValueEnd reports whether c ends a query parameter's value written in
+// text: the next parameter, the fragment, a quote, a bracket or a space.
+func isValueEnd(c byte) bool {
+	switch c {
+	case '&', '#', '"', '\'', '`', '<', '>', '(', ')', '[', ']', '{', '}', ',', ';', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
 // redactError returns err, a transport error of a request to u, as it
 // may be logged, stored in LastError or returned: a *url.Error (what
 // http.Client.Do returns) gets a copy whose URL is redacted (redactURL),
@@ -123,18 +197,15 @@ func redactError(err error, u *url.URL, secret map[string]bool) error {
 	values := urlSecretValues(u, secret)
 	if ue, ok := err.(*url.Error); ok {
 		out := &url.Error{Op: ue.Op, URL: scrubValues(redactURLString(ue.URL, secret), values), Err: ue.Err}
-		if ue.Err != nil && len(values) > 0 {
-			if text := ue.Err.Error(); scrubValues(text, values) != text {
-				out.Err = &scrubbedError{text: scrubValues(text, values), err: ue.Err}
+		if ue.Err != nil {
+			if text := ue.Err.Error(); scrubText(text, values, secret) != text {
+				out.Err = &scrubbedError{text: scrubText(text, values, secret), err: ue.Err}
 			}
 		}
 		return out
 	}
-	if len(values) == 0 {
-		return err
-	}
-	if text := err.Error(); scrubValues(text, values) != text {
-		return &scrubbedError{text: scrubValues(text, values), err: err}
+	if text := err.Error(); scrubText(text, values, secret) != text {
+		return &scrubbedError{text: scrubText(text, values, secret), err: err}
 	}
 	return err
 }

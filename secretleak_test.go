@@ -334,3 +334,39 @@ type leakAddr struct{}
 
 func (leakAddr) Network() string { return "tcp" }
 func (leakAddr) String() string  { return "proxy-for-" + leakSecret }
+
+// Whatever writes a URL into a message, the value of a secret query
+// parameter in it does not survive: a request editor's error that names
+// the request's URL reaches neither LastError, the keystore, the log, nor
+// the text of the error Do returns.
+func TestEditorErrorNamingTheURLLeavesNoSecret(t *testing.T) {
+	t.Parallel()
+	w := newLeakWitness(t, WithRequestEditor(func(_ context.Context, r *http.Request) error {
+		return errors.New("no credentials for " + r.URL.String())
+	}))
+	req, err := http.NewRequest(http.MethodPost, withLeakSecret("http://127.0.0.1:9"), strings.NewReader(`{"amount":1}`))
+	require.NoError(t, err)
+	in := begin(t, w.c, "leak/editor", req)
+	_, err = w.c.Do(context.Background(), in)
+	require.Error(t, err)
+	assert.Contains(t, in.LastError, "api_key=REDACTED")
+	// The text; the editor's own error stays reachable, as it was, for
+	// errors.Is and errors.As.
+	w.assertNoSecret(t, leakSecret, err.Error(), in.LastError)
+}
+
+// redactQueryText finds secret parameters in free text, and only them.
+func TestRedactQueryText(t *testing.T) {
+	t.Parallel()
+	secret := setOf(defaultSecretParams)
+	for in, want := range map[string]string{
+		`Post "http://h/p?api_key=abc&x=1": EOF`:   `Post "http://h/p?api_key=REDACTED&x=1": EOF`,
+		"see http://h/p?x=1&Access_Token=t0k#frag": "see http://h/p?x=1&Access_Token=REDACTED#frag",
+		"a ?token= b":                              "a ?token= b",
+		"monkey=1 and ?currency=EUR":               "monkey=1 and ?currency=EUR",
+		"no query here":                            "no query here",
+		"http://h/p?api%5Fkey=v":                   "http://h/p?api%5Fkey=REDACTED",
+	} {
+		assert.Equal(t, want, redactQueryText(in, secret), in)
+	}
+}
