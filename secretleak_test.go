@@ -362,10 +362,10 @@ func TestRedactQueryText(t *testing.T) {
 	for in, want := range map[string]string{
 		`Post "http://h/p?api_key=abc&x=1": EOF`:   `Post "http://h/p?api_key=REDACTED&x=1": EOF`,
 		"see http://h/p?x=1&Access_Token=t0k#frag": "see http://h/p?x=1&Access_Token=REDACTED#frag",
-		"a ?token= b":                              "a ?token= b",
-		"monkey=1 and ?currency=EUR":               "monkey=1 and ?currency=EUR",
-		"no query here":                            "no query here",
-		"http://h/p?api%5Fkey=v":                   "http://h/p?api%5Fkey=REDACTED",
+		"a ?token= b":                "a ?token= b",
+		"monkey=1 and ?currency=EUR": "monkey=1 and ?currency=EUR",
+		"no query here":              "no query here",
+		"http://h/p?api%5Fkey=v":     "http://h/p?api%5Fkey=REDACTED",
 	} {
 		assert.Equal(t, want, redactQueryText(in, secret), in)
 	}
