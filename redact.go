@@ -4,11 +4,13 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/idemkit/idem/internal/redact"
 )
 
 // redactedValue stands in for a secret wherever a URL or an error is
 // turned into text.
-const redactedValue = "REDACTED"
+const redactedValue = redact.Value
 
 // conventionallySecretParams are the query parameters OpenTelemetry's
 // url.full asks to redact by default (signed URLs), beside the client's
@@ -124,62 +126,7 @@ func redactQueryText(text string, secret map[string]bool) string {
 	if strings.IndexByte(text, '=') < 0 {
 		return text
 	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(text); {
-		if c := text[i]; c != '?' && c != '&' {
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(text) && isParamNameByte(text[j]) {
-			j++
-		}
-		if j == i+1 || j == len(text) || text[j] != '=' {
-			i = j
-			continue
-		}
-		name, err := url.QueryUnescape(text[i+1 : j])
-		if err != nil || !isSecretParam(name, secret) {
-			i = j
-			continue
-		}
-		k := j + 1
-		for k < len(text) && !isValueEnd(text[k]) {
-			k++
-		}
-		if k > j+1 && text[j+1:k] != redactedValue {
-			b.WriteString(text[last : j+1])
-			b.WriteString(redactedValue)
-			last = k
-		}
-		i = k
-	}
-	if last == 0 {
-		return text
-	}
-	b.WriteString(text[last:])
-	return b.String()
-}
-
-// isParamNameByte reports whether c may appear in a query parameter's
-// name as URLs write it.
-func isParamNameByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return c == '-' || c == '_' || c == '.' || c == '%' || c == '~'
-}
-
-// isValueEnd reports whether c ends a query parameter's value written in
-// text: the next parameter, the fragment, a quote, a bracket or a space.
-func isValueEnd(c byte) bool {
-	switch c {
-	case '&', '#', '"', '\'', '`', '<', '>', '(', ')', '[', ']', '{', '}', ',', ';', ' ', '\t', '\n', '\r':
-		return true
-	}
-	return false
+	return redact.QueryText(text, func(name string) bool { return isSecretParam(name, secret) })
 }
 
 // redactError returns err, a transport error of a request to u, as it

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemkit/idem/dialect"
+	"github.com/idemkit/idem/internal/redact"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -89,12 +90,12 @@ func summarize(r *keystore.Record) intentSummary {
 		Name:      keystore.BusinessName(r.Name, r.Principal),
 		State:     r.State,
 		Method:    r.Method,
-		URL:       r.URL,
+		URL:       shownText(r.URL),
 		Attempts:  r.Attempts,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
-		Operation: r.Operation,
-		LastError: r.LastError,
+		Operation: shownText(r.Operation),
+		LastError: shownText(r.LastError),
 
 		MayHaveExecuted: r.MayHaveExecuted,
 		PurgedAt:        r.Purged,
@@ -106,6 +107,14 @@ func summarize(r *keystore.Record) intentSummary {
 		s.Reconciled = r.Reconciliations[n-1].Outcome
 	}
 	return s
+}
+
+// shownText is s as the command prints it: the value of any secret query
+// parameter (redact.DefaultParams) a URL in it shows is redacted. The
+// client keeps them out of what it stores, but a keystore written by an
+// earlier build may hold one in a LastError.
+func shownText(s string) string {
+	return redact.QueryText(s, redact.IsDefaultParam)
 }
 
 // settledBy returns the reconciliation that settled r, if one did: a

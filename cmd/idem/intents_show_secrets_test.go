@@ -71,7 +71,8 @@ func TestShow_AdyenAPIKeyIsNeverShown(t *testing.T) {
 }
 
 // A keystore written by an earlier build holds X-API-Key in clear among an
-// intent's stored headers: `idem intents show` prints it redacted.
+// intent's stored headers, and an api_key in its URL and last error:
+// `idem intents show` and `list` print them redacted.
 func TestShow_RedactsDialectCredentialsAnEarlierBuildStored(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "idem.db")
@@ -79,18 +80,20 @@ func TestShow_RedactsDialectCredentialsAnEarlierBuildStored(t *testing.T) {
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	body := []byte(`{"amount":1000}`)
+	const target = "https://checkout-test.adyen.com/v71/payments?api_key=" + adyenAPIKey
 	rec := &keystore.Record{
-		Key:    "legacy-key-1",
-		Name:   "legacy/payment",
-		Method: http.MethodPost,
-		URL:    "https://checkout-test.adyen.com/v71/payments",
-		Header: http.Header{"X-Api-Key": {adyenAPIKey}, "Content-Type": {"application/json"}},
-		Body:   body,
-		Fingerprint: idem.Fingerprint(http.MethodPost,
-			"https://checkout-test.adyen.com/v71/payments", body),
-		State:     keystore.Pending,
-		CreatedAt: now,
-		UpdatedAt: now,
+		Key:         "legacy-key-1",
+		Name:        "legacy/payment",
+		Method:      http.MethodPost,
+		URL:         target,
+		Header:      http.Header{"X-Api-Key": {adyenAPIKey}, "Content-Type": {"application/json"}},
+		Body:        body,
+		Fingerprint: idem.Fingerprint(http.MethodPost, target, body),
+		State:       keystore.Pending,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+		// The transport error as an earlier build stored it.
+		LastError: `idem: gave up: outcome unknown (attempts=1): Post "` + target + `": EOF`,
 	}
 	_, created, err := st.Create(context.Background(), rec)
 	require.NoError(t, err)
@@ -106,5 +109,11 @@ func TestShow_RedactsDialectCredentialsAnEarlierBuildStored(t *testing.T) {
 		assert.NotContains(t, stdout, adyenAPIKey, "%v", args)
 		assert.Contains(t, stdout, "[redacted]", "%v", args)
 		assert.Contains(t, stdout, "application/json", "other headers are shown")
+		assert.Contains(t, stdout, "api_key=REDACTED", "the URL and last error say which parameter it was")
+	}
+	for _, args := range [][]string{{"list", "--keystore", path}, {"list", "--keystore", path, "--json"}} {
+		stdout, stderr, err := runIntentsCLI(t, nil, args...)
+		require.NoError(t, err, stderr)
+		assert.NotContains(t, stdout+stderr, adyenAPIKey, "%v", args)
 	}
 }
