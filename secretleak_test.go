@@ -81,9 +81,11 @@ func (w *leakWitness) assertNoSecret(t *testing.T, secret string, texts ...strin
 	}
 	assert.NotContains(t, w.log.String(), secret, "the debug log")
 	require.NoError(t, w.c.Close())
-	raw, err := os.ReadFile(w.path)
-	require.NoError(t, err)
-	assert.False(t, bytes.Contains(raw, []byte(secret)), "the keystore file")
+	if w.path != "" {
+		raw, err := os.ReadFile(w.path)
+		require.NoError(t, err)
+		assert.False(t, bytes.Contains(raw, []byte(secret)), "the keystore file")
+	}
 	for i, s := range texts {
 		assert.NotContains(t, s, secret, "text %d", i)
 	}
@@ -185,21 +187,34 @@ func TestSecretQueryParamNeverLeaksThroughTransportErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			w := newLeakWitness(t)
-			req, err := http.NewRequest(http.MethodPost, withLeakSecret(base), strings.NewReader(`{"amount":1}`))
-			require.NoError(t, err)
-			in := begin(t, w.c, "leak/"+name, req)
-			_, err = w.c.Do(context.Background(), in)
-			require.Error(t, err)
-			texts := append(errorTexts(err), in.LastError)
-			assert.NotEmpty(t, in.LastError)
-			pending, perr := w.c.Pending(context.Background())
-			require.NoError(t, perr)
-			for _, p := range pending {
-				texts = append(texts, p.LastError, p.URL)
-			}
-			w.assertNoSecret(t, leakSecret, texts...)
+			leakThroughDo(t, w, name, base)
+		})
+		t.Run(name+"/memory", func(t *testing.T) {
+			t.Parallel()
+			w := newLeakWitness(t, WithStore(keystore.NewMemory()))
+			w.path = "" // the memory keystore's records are checked, no file
+			leakThroughDo(t, w, name, base)
 		})
 	}
+}
+
+// leakThroughDo begins a payment to base with the secret query parameter,
+// lets Do fail, and checks every output of w and the error for the secret.
+func leakThroughDo(t *testing.T, w *leakWitness, name, base string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, withLeakSecret(base), strings.NewReader(`{"amount":1}`))
+	require.NoError(t, err)
+	in := begin(t, w.c, "leak/"+name, req)
+	_, err = w.c.Do(context.Background(), in)
+	require.Error(t, err)
+	texts := append(errorTexts(err), in.LastError)
+	assert.NotEmpty(t, in.LastError)
+	pending, perr := w.c.Pending(context.Background())
+	require.NoError(t, perr)
+	for _, p := range pending {
+		texts = append(texts, p.LastError, p.URL)
+	}
+	w.assertNoSecret(t, leakSecret, texts...)
 }
 
 // The give-up Transport returns names no secret query parameter either.
