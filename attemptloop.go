@@ -58,6 +58,9 @@ func (c *Client) send(ctx context.Context, template *call) *sendResult {
 	c.tel.startAttempt(ctx, p, req)
 	for {
 		resp, doErr := cl.client.Do(req)
+		// The error names the URL, secrets and all: from here on (logs,
+		// LastError, the give-up) it is told without them.
+		doErr = redactError(doErr, req.URL, c.cfg.secretParams)
 		// Judged with the attempt's context, which telemetry makes the
 		// attempt span's: the metrics it records refer to that span.
 		retry, checkErr := c.tel.judge(req.Context(), p, resp, doErr)

@@ -66,6 +66,11 @@ func New(opts ...Option) (*Client, error) {
 	if cfg.store == nil {
 		cfg.store = keystore.NewMemory()
 	}
+	for _, name := range cfg.dialect.SecretHeaders {
+		// The dialect's credentials are secret whatever order the
+		// options came in (WithDialect, WithSecretHeaders).
+		cfg.secretHeaders[http.CanonicalHeaderKey(name)] = true
+	}
 	if !cfg.retentionSet && cfg.dialect.Retention > 0 {
 		cfg.retention = cfg.dialect.Retention
 	}
@@ -79,7 +84,7 @@ func New(opts ...Option) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sender := shieldedClient(cfg.httpClient)
-	sender.CheckRedirect = intentRedirects(cfg.secretHeaders, sender.CheckRedirect)
+	sender.CheckRedirect = intentRedirects(cfg.secretHeaders, cfg.secretParams, sender.CheckRedirect)
 	c := &Client{
 		cfg:    cfg,
 		store:  cfg.store,

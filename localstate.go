@@ -111,6 +111,13 @@ func (s *localState) secrets(key string) http.Header {
 	return s.m[key].secrets
 }
 
+// params returns key's secret query parameters, or nil; read-only.
+func (s *localState) params(key string) url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[key].params
+}
+
 // forgetSecrets drops every secret of key; whether it is unsent stays.
 func (s *localState) forgetSecrets(key string) {
 	s.mu.Lock()

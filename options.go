@@ -274,8 +274,11 @@ func WithRequestEditor(fn func(ctx context.Context, req *http.Request) error) Op
 }
 
 // WithSecretHeaders marks more headers as secret, in addition to
-// Authorization, Proxy-Authorization and Cookie. Secret headers are never
-// written to the keystore; they are kept in memory for this process.
+// Authorization, Proxy-Authorization, Cookie and the credential headers
+// of the client's dialect (dialect.Dialect.SecretHeaders: X-API-Key under
+// dialect.Adyen). Secret headers are never written to the keystore; they
+// are kept in memory for this process, sent only to the intent's own
+// origin, and name the intent's principal.
 func WithSecretHeaders(names ...string) Option {
 	return func(c *config) error {
 		for _, n := range names {
@@ -346,7 +349,8 @@ func WithOperationGrace(d time.Duration) Option {
 // key's header (or body field) and form, how answers are judged, how long
 // the provider keeps keys, and how operation documents are read. Default
 // dialect.Draft(). Unless WithRetention is given too, the dialect's
-// documented retention is the client's.
+// documented retention is the client's. The dialect's credential headers
+// (SecretHeaders) are secret, as if given to WithSecretHeaders.
 func WithDialect(d dialect.Dialect) Option {
 	return func(c *config) error {
 		if err := d.Validate(); err != nil {

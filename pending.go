@@ -108,7 +108,9 @@ func (c *Client) storeAnswer(ctx context.Context, rec *keystore.Record, res *sen
 	switch j.state {
 	case Accepted:
 		rec.AcceptedAt = rec.UpdatedAt
-		rec.Operation = operationURL(rec.URL, resp.Header.Get("Location"))
+		// Stored without secret query parameters, as the intent's URL
+		// is; polls of the intent's origin carry the intent's own.
+		rec.Operation, _ = c.withoutSecretParams(operationURL(rec.URL, resp.Header.Get("Location")))
 	case Failed:
 		callErr = &GiveUpError{Reason: j.reason, Attempts: res.attempts, LastStatus: resp.StatusCode, Key: rec.Key}
 	}

@@ -147,6 +147,9 @@ func (c *Client) pollOnce(ctx context.Context, rec *keystore.Record) pollAnswer 
 	}
 	if intentURL, err := url.Parse(rec.URL); err == nil && sameOrigin(intentURL, req.URL) {
 		req.Header = secretsOf(c.local.secrets(rec.Key), c.cfg.secretHeaders)
+		// The intent's secret query parameters too: the stored operation
+		// URL goes without them, as the intent's does.
+		withSecretParams(req, c.local.params(rec.Key))
 		if rec.Host != "" {
 			req.Host = rec.Host
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -23,8 +24,11 @@ const maxRedirects = 10
 //     Location, and the POST is never resent.
 //   - A redirect to another origin (scheme, host or port) carries no secret
 //     header: net/http strips Authorization and Cookie on its own only
-//     across domains, and knows nothing of the headers marked secret.
-func intentRedirects(secret map[string]bool, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+//     across domains, and knows nothing of the headers marked secret (nor
+//     of a dialect's credential headers, which are among them). Nor does
+//     it carry the intent's secret query parameters, should the server
+//     have echoed them into the Location.
+func intentRedirects(secret, secretParams map[string]bool, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		first := via[0]
 		if req.Method != first.Method && !isIdempotentMethod(first.Method) {
@@ -36,6 +40,7 @@ func intentRedirects(secret map[string]bool, next func(*http.Request, []*http.Re
 					delete(req.Header, name)
 				}
 			}
+			dropEchoedSecretParams(req.URL, first.URL, secretParams)
 		}
 		if next != nil {
 			return next(req, via)
@@ -63,4 +68,42 @@ func effectivePort(u *url.URL) string {
 		return "443"
 	}
 	return "80"
+}
+
+// dropEchoedSecretParams removes from u every secret query parameter whose
+// value is one of the secret parameter values of from (the request that
+// was redirected): a credential of the intent's origin never goes to
+// another. Parameters of u's own are left as they are.
+func dropEchoedSecretParams(u, from *url.URL, secretParams map[string]bool) {
+	if u.RawQuery == "" || from.RawQuery == "" {
+		return
+	}
+	theirs := urlSecretValues(&url.URL{RawQuery: from.RawQuery}, secretParams)
+	if len(theirs) == 0 {
+		return
+	}
+	q := u.Query()
+	changed := false
+	for name, values := range q {
+		if !secretParams[strings.ToLower(name)] {
+			continue
+		}
+		kept := values[:0]
+		for _, v := range values {
+			if !slices.Contains(theirs, v) {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) != len(values) {
+			changed = true
+			if len(kept) == 0 {
+				q.Del(name)
+			} else {
+				q[name] = kept
+			}
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
 }

@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/idemkit/idem/internal/redact"
 )
 
 // defaultSecretParams are the query parameters that carry credentials in
 // common APIs (OAuth's access_token, API keys); WithSecretQueryParams adds
 // more.
-var defaultSecretParams = []string{"access_token", "api_key", "apikey", "api-key", "token", "client_secret", "password", "secret"}
+var defaultSecretParams = redact.DefaultParams
 
 // queryMark starts the name of a secret query parameter among an intent's
 // secret names (keystore.Record.SecretHeaders), next to header names.

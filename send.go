@@ -100,7 +100,9 @@ func (c *Client) prepareAttempt(ctx context.Context, r *http.Request, cl *call, 
 	r.Header = h
 	if c.cfg.editor != nil {
 		if err := c.cfg.editor(ctx, r); err != nil {
-			return &editorError{err: err}
+			// The caller's message may name the URL: it is told
+			// without the attempt's secrets, as a transport error is.
+			return redactError(&editorError{err: err}, r.URL, c.cfg.secretParams)
 		}
 	}
 	if cl.checkPrincipal {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,34 +221,10 @@ func serverAttributes(u *url.URL) []attribute.KeyValue {
 	return []attribute.KeyValue{semconv.ServerAddressKey.String(host), semconv.ServerPortKey.Int(port)}
 }
 
-// conventionallySecretParams are the query parameters OpenTelemetry's
-// url.full asks to redact by default (signed URLs), beside the client's
-// own secret parameters.
-var conventionallySecretParams = []string{"awsaccesskeyid", "signature", "sig", "x-goog-signature"}
-
-// redactedURL is u for url.full: without user information, and with the
-// value of every secret query parameter (WithSecretQueryParams, and the
-// signatures OpenTelemetry names) replaced by REDACTED.
+// redactedURL is u for url.full: without user information at all, and
+// with the value of every secret query parameter replaced (redactURL).
 func redactedURL(u *url.URL, secret map[string]bool) string {
 	out := *u
 	out.User = nil
-	if out.RawQuery == "" {
-		return out.String()
-	}
-	q := out.Query()
-	changed := false
-	for name, values := range q {
-		lower := strings.ToLower(name)
-		if !secret[lower] && !slices.Contains(conventionallySecretParams, lower) {
-			continue
-		}
-		for i := range values {
-			values[i] = "REDACTED"
-		}
-		changed = true
-	}
-	if changed {
-		out.RawQuery = q.Encode()
-	}
-	return out.String()
+	return redactURL(&out, secret)
 }

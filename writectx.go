@@ -27,6 +27,7 @@ const DefaultWriteGrace = 2 * time.Second
 // keystore) has nothing to stall: it is called on this goroutine, still
 // without ctx's cancellation, and the timer and goroutine are saved.
 func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.Record) error, rec *keystore.Record) error {
+	c.scrubLastError(rec)
 	if nb, ok := c.store.(keystore.NonBlocking); ok && nb.WritesNeverBlock() {
 		wctx := ctx
 		if ctx.Done() != nil { // a context that can end; one that cannot needs no shield
@@ -67,6 +68,7 @@ func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.R
 // can wait on I/O; the writes it declines are bounded as write bounds
 // them.
 func (c *Client) writeSettled(ctx context.Context, rec *keystore.Record) error {
+	c.scrubLastError(rec)
 	if q, ok := c.store.(keystore.QuickDeferrer); ok && rec.State.Settled() && ctx.Value(heldClaimKey{}) == nil {
 		done, err := q.TryUpdateDeferred(context.WithoutCancel(ctx), rec)
 		switch {
@@ -86,3 +88,13 @@ type storeWriteError struct{ err error }
 
 func (e *storeWriteError) Error() string { return e.err.Error() }
 func (e *storeWriteError) Unwrap() error { return e.err }
+
+// scrubLastError drops from rec's LastError the value of any secret query
+// parameter a URL in it shows, before the keystore gets it: whatever the
+// message came from (a request editor's error, a server's Location), the
+// keystore never holds a secret (redactQueryText).
+func (c *Client) scrubLastError(rec *keystore.Record) {
+	if rec != nil && rec.LastError != "" {
+		rec.LastError = redactQueryText(rec.LastError, c.cfg.secretParams)
+	}
+}

@@ -12,6 +12,7 @@ const (
 	adyenResponsesURL   = "https://docs.adyen.com/development-resources/response-handling/"
 	adyenErrorsURL      = "https://docs.adyen.com/errors"
 	adyenResultCodesURL = "https://docs.adyen.com/online-payments/build-your-integration/payment-result-codes"
+	adyenAuthURL        = "https://docs.adyen.com/development-resources/api-authentication"
 )
 
 // AdyenRetention is the shortest key validity Adyen has published:
@@ -43,7 +44,12 @@ func Adyen() Dialect {
 		ReplayHeader:    "",
 		Classify:        adyenClassify,
 		OperationStatus: adyenOperationStatus,
-		Docs:            []string{adyenIdempotencyURL, adyenResponsesURL, adyenErrorsURL, adyenResultCodesURL},
+		// "Authenticate your request by sending an API key in an x-API-key
+		// HTTP request header." and, for basic authentication, "sending a
+		// username and password in an Authorization HTTP request header."
+		// (https://docs.adyen.com/development-resources/api-authentication)
+		SecretHeaders: []string{"X-API-Key", "Authorization"},
+		Docs:          []string{adyenIdempotencyURL, adyenResponsesURL, adyenErrorsURL, adyenResultCodesURL, adyenAuthURL},
 	}
 }
 

@@ -178,6 +178,14 @@ type Dialect struct {
 	// OperationStatus reads the status of an operation document (the
 	// body of a 2xx answer to a poll).
 	OperationStatus func(body []byte) OperationStatus
+	// SecretHeaders are the request headers that carry the provider's
+	// credentials, as its authentication page documents them (Adyen's
+	// X-API-Key, say). A client speaking the dialect treats them as it
+	// treats the headers WithSecretHeaders names: never stored, sent only
+	// to the intent's own origin (on redirects and polls too), and part
+	// of the intent's principal. Authorization, Proxy-Authorization and
+	// Cookie are secret whatever the dialect says.
+	SecretHeaders []string
 	// Docs are the pages the dialect's rules come from.
 	Docs []string
 }
@@ -196,6 +204,14 @@ func (d Dialect) Validate() error {
 	}
 	if d.KeyField != "" && d.QuotedKey {
 		problems = append(problems, "QuotedKey applies to a header key only")
+	}
+	for _, name := range d.SecretHeaders {
+		switch {
+		case !validHeaderName(name):
+			problems = append(problems, fmt.Sprintf("SecretHeaders: %q is not a valid header name", name))
+		case d.KeyHeader != "" && strings.EqualFold(name, d.KeyHeader):
+			problems = append(problems, fmt.Sprintf("SecretHeaders: %q is the KeyHeader, which the client sets and never hides", name))
+		}
 	}
 	if d.MaxKeyLength < 1 {
 		problems = append(problems, fmt.Sprintf("MaxKeyLength %d: need at least 1", d.MaxKeyLength))

@@ -21,6 +21,7 @@ const (
 	paypalCaptureStatusURL = "https://developer.paypal.com/sdk/orders/v2/definitions/capture_status"
 	paypalAuthStatusURL    = "https://developer.paypal.com/api/payments/v2/definitions/authorization_status"
 	paypalRateLimitURL     = "https://developer.paypal.com/api/rest/reference/rate-limiting"
+	paypalAuthHeadersURL   = "https://developer.paypal.com/docs/api/auth-headers/"
 )
 
 // PayPalRetention is how long the Orders v2 API keeps a PayPal-Request-Id:
@@ -53,9 +54,19 @@ func PayPal() Dialect {
 		ReplayHeader:    "",
 		Classify:        paypalClassify,
 		OperationStatus: paypalOperationStatus,
+		// "To make a REST API call, you must include request headers
+		// including the Authorization header with an OAuth 2.0 access
+		// token." (https://developer.paypal.com/docs/api/auth-headers/):
+		// secret by default anyway, listed as the page documents it.
+		// PayPal-Auth-Assertion, which names the merchant a platform calls
+		// for, is left out: "PayPal recommends using an unsigned JWT,
+		// because the information passed with the JWT is not sensitive"
+		// (https://developer.paypal.com/api/make-api-requests).
+		SecretHeaders: []string{"Authorization"},
 		Docs: []string{paypalIdempotencyURL, paypalResponsesURL, paypalOrdersCreateURL,
 			paypalOrdersURL, paypalPaymentsURL, paypalSpecURL,
-			paypalOrderStatusURL, paypalCaptureStatusURL, paypalAuthStatusURL, paypalRateLimitURL},
+			paypalOrderStatusURL, paypalCaptureStatusURL, paypalAuthStatusURL, paypalRateLimitURL,
+			paypalAuthHeadersURL},
 	}
 }
 

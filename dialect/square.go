@@ -14,6 +14,7 @@ const (
 	squarePaymentURL       = "https://developer.squareup.com/reference/square/objects/Payment"
 	squareRefundURL        = "https://developer.squareup.com/reference/square/objects/PaymentRefund"
 	squareRetentionURL     = "https://developer.squareup.com/forums/t/how-long-are-idempotency-keys-retained-for-the-createpayment-endpoint/28303"
+	squareRESTURL          = "https://developer.squareup.com/docs/build-basics/using-rest-api"
 )
 
 // Square is the dialect of the Square APIs: the key travels in the JSON
@@ -44,8 +45,13 @@ func Square() Dialect {
 		ReplayHeader:    "",
 		Classify:        squareClassify,
 		OperationStatus: squareOperationStatus,
+		// Every request carries "Authorization: Bearer {ACCESS_TOKEN}",
+		// where "{ACCESS_TOKEN} is a valid Square access token"
+		// (https://developer.squareup.com/docs/build-basics/using-rest-api):
+		// secret by default anyway, listed as the page documents it.
+		SecretHeaders: []string{"Authorization"},
 		Docs: []string{squareIdempotencyURL, squareErrorsURL, squareErrorCodeURL,
-			squareCreatePaymentURL, squarePaymentURL, squareRefundURL, squareRetentionURL},
+			squareCreatePaymentURL, squarePaymentURL, squareRefundURL, squareRetentionURL, squareRESTURL},
 	}
 }
 

@@ -16,6 +16,7 @@ const (
 	stripeErrorCodesURL  = "https://docs.stripe.com/error-codes"
 	stripeRateLimitsURL  = "https://docs.stripe.com/rate-limits"
 	stripeLifecycleURL   = "https://docs.stripe.com/payments/paymentintents/lifecycle"
+	stripeAuthURL        = "https://docs.stripe.com/api/authentication"
 )
 
 // StripeRetention is how long Stripe keeps a key: keys "can be removed after
@@ -44,8 +45,13 @@ func Stripe() Dialect {
 		ReplayHeader:    "Idempotent-Replayed",
 		Classify:        stripeClassify,
 		OperationStatus: stripeOperationStatus,
+		// "Authentication to the API is performed via HTTP Basic Auth", or
+		// "Authorization: Bearer" with the same key
+		// (https://docs.stripe.com/api/authentication): secret by default
+		// anyway, listed as the page documents it.
+		SecretHeaders: []string{"Authorization"},
 		Docs: []string{stripeIdempotencyURL, stripeLowLevelURL, stripeErrorsURL,
-			stripeErrorCodesURL, stripeRateLimitsURL, stripeLifecycleURL},
+			stripeErrorCodesURL, stripeRateLimitsURL, stripeLifecycleURL, stripeAuthURL},
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemkit/idem/dialect"
+	"github.com/idemkit/idem/internal/redact"
 	"github.com/idemkit/idem/keystore"
 )
 
@@ -87,12 +90,12 @@ func summarize(r *keystore.Record) intentSummary {
 		Name:      keystore.BusinessName(r.Name, r.Principal),
 		State:     r.State,
 		Method:    r.Method,
-		URL:       r.URL,
+		URL:       shownText(r.URL),
 		Attempts:  r.Attempts,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
-		Operation: r.Operation,
-		LastError: r.LastError,
+		Operation: shownText(r.Operation),
+		LastError: shownText(r.LastError),
 
 		MayHaveExecuted: r.MayHaveExecuted,
 		PurgedAt:        r.Purged,
@@ -104,6 +107,14 @@ func summarize(r *keystore.Record) intentSummary {
 		s.Reconciled = r.Reconciliations[n-1].Outcome
 	}
 	return s
+}
+
+// shownText is s as the command prints it: the value of any secret query
+// parameter (redact.DefaultParams) a URL in it shows is redacted. The
+// client keeps them out of what it stores, but a keystore written by an
+// earlier build may hold one in a LastError.
+func shownText(s string) string {
+	return redact.QueryText(s, redact.IsDefaultParam)
 }
 
 // settledBy returns the reconciliation that settled r, if one did: a
@@ -135,17 +146,37 @@ func verdictText(v keystore.Reconciliation) string {
 
 // secretHeaders are shown as "[redacted]" even though a keystore written
 // by the idem client never holds them: a keystore is not trusted to be
-// the client's alone.
-var secretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
+// the client's alone (nor written by this build: earlier ones stored a
+// dialect's credential headers, such as Adyen's X-API-Key). They are the
+// client's default secrets, Set-Cookie, and every shipped dialect's
+// credential headers (dialect.Dialect.SecretHeaders).
+var secretHeaders = func() []string {
+	names := []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie"}
+	for _, n := range dialect.Names() {
+		d, err := dialect.ByName(n)
+		if err != nil {
+			continue
+		}
+		for _, h := range d.SecretHeaders {
+			if canon := http.CanonicalHeaderKey(h); !slices.Contains(names, canon) {
+				names = append(names, canon)
+			}
+		}
+	}
+	return names
+}()
 
-// redacted returns a copy of h with secret header values replaced.
-func redacted(h http.Header) http.Header {
+// redacted returns a copy of h with the values of secret headers
+// replaced: those of secretHeaders, and the names also gives (the secret
+// headers a record says its intent was begun with).
+func redacted(h http.Header, also ...string) http.Header {
 	if len(h) == 0 {
 		return nil
 	}
 	out := h.Clone()
-	for _, name := range secretHeaders {
-		if _, ok := out[name]; ok {
+	for name := range out {
+		canon := http.CanonicalHeaderKey(name)
+		if slices.Contains(secretHeaders, canon) || slices.Contains(also, canon) {
 			out[name] = []string{"[redacted]"}
 		}
 	}

@@ -86,7 +86,7 @@ func detail(r *keystore.Record) intentDetail {
 	d := intentDetail{
 		intentSummary: summarize(r),
 		Fingerprint:   r.Fingerprint,
-		Header:        redacted(r.Header),
+		Header:        redacted(r.Header, r.SecretHeaders...),
 		Body:          newBodyView(r.Body),
 
 		Reconciliations: r.Reconciliations,
