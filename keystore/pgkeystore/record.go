@@ -85,7 +85,7 @@ func newPostgresSQL(schema, table string) postgresSQL {
 			ORDER BY created_at, key LIMIT $2`,
 		rebindLock: `SELECT claim_owner IS NOT NULL AND claim_until > now() FROM ` + t + ` WHERE key = $1 FOR UPDATE`,
 		rebind:     `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + ` WHERE key = $1`,
-		exists:        `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
+		exists:     `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
 		list: `SELECT ` + cols + ` FROM ` + t + `
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,
