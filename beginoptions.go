@@ -17,6 +17,8 @@ type BeginOption func(*beginConfig) error
 // beginConfig is what one Begin can be told.
 type beginConfig struct {
 	key string
+	// adopt is WithAdopt's key, "" for none.
+	adopt string
 }
 
 // WithIntentKey gives the intent a key of the caller's choosing instead of
