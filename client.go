@@ -66,6 +66,10 @@ func New(opts ...Option) (*Client, error) {
 	if cfg.store == nil {
 		cfg.store = keystore.NewMemory()
 	}
+	if err := cfg.keystorePrincipalKey(); err != nil {
+		_ = cfg.store.Close()
+		return nil, err
+	}
 	if !cfg.retentionSet && cfg.dialect.Retention > 0 {
 		cfg.retention = cfg.dialect.Retention
 	}

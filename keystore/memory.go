@@ -25,6 +25,9 @@ type Memory struct {
 	// scoped maps a business name to the names scoped by a principal
 	// (ScopedName) it is stored under, for Namesakes.
 	scoped map[string][]string
+	// principalKey is the key of the principal fingerprint
+	// (PrincipalKeyKeeper), nil until a client asks for it.
+	principalKey []byte
 }
 
 var (
