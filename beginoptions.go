@@ -17,6 +17,8 @@ type BeginOption func(*beginConfig) error
 // beginConfig is what one Begin can be told.
 type beginConfig struct {
 	key string
+	// adopt is WithAdopt's key, "" for none.
+	adopt string
 }
 
 // WithIntentKey gives the intent a key of the caller's choosing instead of
@@ -44,9 +46,19 @@ var keyNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://idemkit.githu
 // identifier, every time and on every machine: a version 5 UUID of both.
 // Use it with WithIntentKey where a key must be recoverable from the
 // business identifier alone. The namespace keeps two kinds of intent (a
-// payment, a refund of the same order) apart; keys derived from guessable
-// identifiers are guessable too, which is harmless on a server that scopes
-// keys by principal.
+// payment, a refund of the same order) apart.
+//
+// The key depends on namespace and id only, not on who sends it. On a
+// server that scopes keys by caller (draft-07 asks it to) that is
+// harmless. On a server that does not, two tenants deriving a key from
+// the same inputs (both have an "order-42") send the same key: tenant B's
+// request is taken for tenant A's retry, and B gets A's stored payment
+// back instead of a payment of its own, while A's answer is disclosed to
+// B. Put the tenant into the derivation, e.g.
+// DeriveKey("payment", tenantID+"/"+orderID), whenever one client or one
+// server serves several tenants. Keys derived from guessable identifiers
+// are guessable too, which is harmless only on a server that scopes keys
+// by caller.
 func DeriveKey(namespace, id string) string {
 	// Length-prefixed, so no namespace and id pair reads as another.
 	return uuid.NewSHA1(keyNamespace, []byte(strconv.Itoa(len(namespace))+":"+namespace+id)).String()

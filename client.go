@@ -71,6 +71,10 @@ func New(opts ...Option) (*Client, error) {
 		// options came in (WithDialect, WithSecretHeaders).
 		cfg.secretHeaders[http.CanonicalHeaderKey(name)] = true
 	}
+	if err := cfg.keystorePrincipalKey(); err != nil {
+		_ = cfg.store.Close()
+		return nil, err
+	}
 	if !cfg.retentionSet && cfg.dialect.Retention > 0 {
 		cfg.retention = cfg.dialect.Retention
 	}

@@ -76,12 +76,16 @@ func TestResumeWithAnotherPrincipalsCredentialsIsRefused(t *testing.T) {
 	assert.Equal(t, 1, srv.PaymentCount())
 }
 
-// Two tenants of one service may use one business name: each gets an
-// intent of its own, and neither is told the other's payment is its own.
+// Two tenants of one service may use one business name when WithPrincipal
+// names the tenant: each gets an intent of its own, and neither is told
+// the other's payment is its own. Under the default principal, which
+// cannot tell another tenant from a refreshed token, the second Begin is
+// refused instead (TestRefreshedCredentialsAreAmbiguous).
 func TestBusinessNamesAreScopedByPrincipal(t *testing.T) {
 	t.Parallel()
 	srv := idemtest.NewServer(t)
-	c := newTestClient(t)
+	tenant := func(r *http.Request) (string, error) { return r.Header.Get("Authorization"), nil }
+	c := newTestClient(t, WithPrincipal(tenant))
 	reqA := paymentRequest(t, srv.URL, 1000, "order-42")
 	reqB := paymentRequest(t, srv.URL, 1000, "order-42")
 	reqB.Header.Set("Authorization", "Bearer tok_tenant_b")

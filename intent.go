@@ -199,6 +199,16 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 		CreatedAt:     now,
 		UpdatedAt:     now,
 	}
+	if bopts.adopt != "" && name == "" {
+		return nil, fmt.Errorf("%w: WithAdopt adopts a named intent; give Begin its name", ErrInvalidRequest)
+	}
+	if name != "" {
+		// A name stored for another principal, or none, is never begun
+		// again under a new key without the caller's word (identity.go).
+		if err := c.checkNamesakes(ctx, name, rec, sent, req, bopts.adopt); err != nil {
+			return nil, err
+		}
+	}
 	// rec is only read from here on, so a store that can keep it instead
 	// of a copy may (keystore.Adopter).
 	existing, created, err := c.createRecordClaimed(ctx, rec)

@@ -71,7 +71,10 @@ type config struct {
 	writeGrace    time.Duration
 	principal     Principal
 	principalKey  []byte
-	secretParams  map[string]bool
+	// principalKeyGiven: WithPrincipalKey set principalKey; otherwise a
+	// keystore that keeps one gives it (keystorePrincipalKey).
+	principalKeyGiven bool
+	secretParams      map[string]bool
 	// tracerProvider and meterProvider: telemetry.go.
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider

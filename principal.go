@@ -1,6 +1,8 @@
 package idem
 
 import (
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -8,6 +10,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/idemkit/idem/keystore"
 )
 
 // A Principal names who a request acts for (a tenant, an account): what
@@ -44,22 +49,59 @@ func WithPrincipal(p Principal) Option {
 // who a principal is, nor lets anyone test guesses of a credential. Keep
 // it out of the keystore (an environment secret, a KMS). It must stay the
 // same for the keystore's whole life: another key makes every stored
-// intent look like another principal's. At least 16 bytes. Default: a
-// fixed key, which hides high-entropy credentials (API keys, tokens) but
-// lets someone holding the keystore and this source test guesses of a
-// weak password.
+// intent look like another principal's, and a Begin of its name fails
+// with ErrIdentityAmbiguous. At least 16 bytes.
+//
+// Default: a key the keystore keeps (keystore.PrincipalKeyKeeper: the
+// bbolt and memory keystores), random for a new keystore, so that no two
+// keystores fingerprint a credential alike and no table of fingerprints
+// of common passwords serves for all of them; a keystore that already
+// holds records without one (written by an earlier build) keeps the fixed
+// key those were fingerprinted under, so their names still resolve. A
+// keystore that keeps none (Postgres) uses the fixed key. Either way the
+// key lies beside the records: it hides high-entropy credentials (API
+// keys, tokens) but lets someone holding the keystore test guesses of a
+// weak password. Against that, give a key kept elsewhere here.
 func WithPrincipalKey(key []byte) Option {
 	return func(c *config) error {
 		if len(key) < 16 {
 			return fmt.Errorf("idem: WithPrincipalKey: %d bytes, need at least 16", len(key))
 		}
 		c.principalKey = slices.Clone(key)
+		c.principalKeyGiven = true
 		return nil
 	}
 }
 
-// defaultPrincipalKey is the HMAC key without WithPrincipalKey.
+// defaultPrincipalKey is the HMAC key without WithPrincipalKey of a
+// keystore that keeps none, and the key earlier builds fingerprinted
+// every principal under.
 var defaultPrincipalKey = []byte("idem principal fingerprint v1, default key")
+
+// principalKeyWait bounds New's read (or first write) of the keystore's
+// principal key.
+const principalKeyWait = 30 * time.Second
+
+// keystorePrincipalKey sets the principal key to the one the keystore
+// keeps, unless WithPrincipalKey gave one (see WithPrincipalKey).
+func (c *config) keystorePrincipalKey() error {
+	keeper, ok := c.store.(keystore.PrincipalKeyKeeper)
+	if c.principalKeyGiven || !ok {
+		return nil
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return fmt.Errorf("idem: drawing a principal key: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), principalKeyWait)
+	defer cancel()
+	key, err := keeper.PrincipalKey(ctx, fresh, defaultPrincipalKey)
+	if err != nil {
+		return fmt.Errorf("idem: reading the keystore's principal key: %w", err)
+	}
+	c.principalKey = key
+	return nil
+}
 
 // principalOf is the fingerprint of the principal req acts for ("" for
 // anonymous) and the secret headers req carries, sorted.

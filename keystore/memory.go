@@ -22,6 +22,12 @@ type Memory struct {
 	closed  bool
 	records map[string]memEntry // by key
 	names   map[string]string   // name -> key
+	// scoped maps a business name to the names scoped by a principal
+	// (ScopedName) it is stored under, for Namesakes.
+	scoped map[string][]string
+	// principalKey is the key of the principal fingerprint
+	// (PrincipalKeyKeeper), nil until a client asks for it.
+	principalKey []byte
 }
 
 var (
@@ -40,6 +46,7 @@ func NewMemory() *Memory {
 	return &Memory{
 		records: make(map[string]memEntry),
 		names:   make(map[string]string),
+		scoped:  make(map[string][]string),
 	}
 }
 
@@ -94,6 +101,7 @@ func (m *Memory) create(owned *Record, e memEntry) (*Record, bool, error) {
 	m.records[owned.Key] = e
 	if owned.Name != "" {
 		m.names[owned.Name] = owned.Key
+		m.indexScoped(owned.Name, owned.Principal)
 	}
 	return owned, true, nil
 }
@@ -256,6 +264,7 @@ func (m *Memory) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error)
 			delete(m.records, key)
 			if r.Name != "" {
 				delete(m.names, r.Name)
+				m.unindexScoped(r.Name, r.Principal)
 			}
 			res.Deleted++
 		}
@@ -271,7 +280,7 @@ func (m *Memory) Close() error {
 		return ErrClosed
 	}
 	m.closed = true
-	m.records, m.names = nil, nil
+	m.records, m.names, m.scoped = nil, nil, nil
 	return nil
 }
 

@@ -31,7 +31,7 @@ func newIntentsCommand(getenv func(string) string) *cobra.Command {
 	env := &intentsEnv{getenv: getenv, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "intents",
-		Short: "List, show, resume, settle and purge the intents in a client keystore",
+		Short: "List, show, resume, settle, purge and adopt the intents in a client keystore",
 		Long: `Intents works on the keystore of a program that uses the idem client: the
 intents it began, their idempotency keys, states and stored answers.
 
@@ -46,7 +46,8 @@ with --token or --header.`,
   idem intents show batch-42/payment-3
   idem intents resume --token "$API_TOKEN"
   idem intents settle batch-42/payment-3 --succeeded --note "pay_123 in the provider dashboard"
-  idem intents purge --older-than 24h --dry-run`,
+  idem intents purge --older-than 24h --dry-run
+  idem intents adopt 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --token "$API_TOKEN"`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -57,14 +58,18 @@ with --token or --header.`,
 		newIntentsResumeCommand(env),
 		newIntentsSettleCommand(env),
 		newIntentsPurgeCommand(env),
+		newIntentsAdoptCommand(env),
 	)
 	return cmd
 }
 
 // intentSummary is one intent without its payloads: what list prints.
 type intentSummary struct {
-	Key       string         `json:"key"`
-	Name      string         `json:"name,omitempty"`
+	Key  string `json:"key"`
+	Name string `json:"name,omitempty"`
+	// Principal is the fingerprint of who the intent acts for, "" for
+	// none (anonymous, or stored by a build before names were scoped).
+	Principal string         `json:"principal,omitempty"`
 	State     keystore.State `json:"state"`
 	Method    string         `json:"method"`
 	URL       string         `json:"url"`
@@ -88,6 +93,7 @@ func summarize(r *keystore.Record) intentSummary {
 	s := intentSummary{
 		Key:       r.Key,
 		Name:      keystore.BusinessName(r.Name, r.Principal),
+		Principal: r.Principal,
 		State:     r.State,
 		Method:    r.Method,
 		URL:       shownText(r.URL),

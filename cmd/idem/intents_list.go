@@ -118,14 +118,14 @@ const lastColumnWidth = 60
 
 func writeListTable(out io.Writer, recs []*keystore.Record, now time.Time) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tNAME\tSTATE\tMETHOD\tURL\tATTEMPTS\tAGE\tLAST")
+	fmt.Fprintln(tw, "KEY\tNAME\tPRINCIPAL\tSTATE\tMETHOD\tURL\tATTEMPTS\tAGE\tLAST")
 	for _, r := range recs {
 		name := keystore.BusinessName(r.Name, r.Principal)
 		if name == "" {
 			name = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			r.Key, oneLineOf(name, 48), r.State, r.Method, oneLineOf(r.URL, 80), r.Attempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+			r.Key, oneLineOf(name, 48), principalColumn(r), r.State, r.Method, oneLineOf(r.URL, 80), r.Attempts,
 			humanAge(now.Sub(r.CreatedAt)), lastOutcome(r))
 	}
 	return tw.Flush()
@@ -195,4 +195,19 @@ func completeStates(*cobra.Command, []string, string) ([]string, cobra.ShellComp
 		names[i] = string(s)
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// principalColumn is the PRINCIPAL column: the first 8 digits of the
+// principal's fingerprint; "none" for a named intent without one (begun
+// without credentials, or stored by a build before names were scoped by
+// principal: a Begin with credentials refuses it until it is adopted,
+// see idem intents adopt); "-" for an unnamed anonymous one.
+func principalColumn(r *keystore.Record) string {
+	switch {
+	case r.Principal != "":
+		return r.Principal[:min(8, len(r.Principal))]
+	case r.Name != "":
+		return "none"
+	}
+	return "-"
 }

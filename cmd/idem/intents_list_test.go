@@ -20,7 +20,7 @@ func TestList_TableShowsEveryIntentWithoutSecretsOrBodies(t *testing.T) {
 	require.NoError(t, err, stderr)
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
 	require.Len(t, lines, 1+len(p.all()), stdout)
-	assert.Regexp(t, `^KEY\s+NAME\s+STATE\s+METHOD\s+URL\s+ATTEMPTS\s+AGE\s+LAST$`, lines[0])
+	assert.Regexp(t, `^KEY\s+NAME\s+PRINCIPAL\s+STATE\s+METHOD\s+URL\s+ATTEMPTS\s+AGE\s+LAST$`, lines[0])
 	for i, in := range p.all() {
 		row := lines[1+i] // oldest first, the order they were begun
 		assert.True(t, strings.HasPrefix(row, in.Key), row)

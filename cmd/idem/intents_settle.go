@@ -109,6 +109,10 @@ func runSettle(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName st
 	if errors.Is(err, keystore.ErrNotFound) {
 		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
 	}
+	var ambiguous *ambiguousNameError
+	if errors.As(err, &ambiguous) {
+		return failed(err)
+	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
 	}

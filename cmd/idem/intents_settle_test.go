@@ -61,7 +61,7 @@ func TestSettle_SucceededByNameKeepsTheVerdictAndSendsNothing(t *testing.T) {
 
 	list, _, err := runIntentsCLI(t, nil, "list", "--keystore", p.path)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^`+in.Key+`\s+order-9/payment\s+pending\s+.*\s+may have executed; `, list,
+	assert.Regexp(t, `(?m)^`+in.Key+`\s+order-9/payment\s+[0-9a-f]{8}\s+pending\s+.*\s+may have executed; `, list,
 		"STATE stays pending; LAST says the attempt may have taken effect")
 	show, _, err := runIntentsCLI(t, nil, "show", "--keystore", p.path, in.Name)
 	require.NoError(t, err)
@@ -93,7 +93,7 @@ func TestSettle_SucceededByNameKeepsTheVerdictAndSendsNothing(t *testing.T) {
 
 	list, _, err = runIntentsCLI(t, nil, "list", "--keystore", p.path)
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^`+in.Key+`\s+order-9/payment\s+succeeded\s+.*\s+reconciled: succeeded \(manual, by alice: `, list)
+	assert.Regexp(t, `(?m)^`+in.Key+`\s+order-9/payment\s+[0-9a-f]{8}\s+succeeded\s+.*\s+reconciled: succeeded \(manual, by alice: `, list)
 }
 
 func TestSettle_FailedByKeyAsJSONWithTheDefaultSettler(t *testing.T) {

@@ -114,6 +114,10 @@ func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName stri
 	if errors.Is(err, keystore.ErrNotFound) {
 		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
 	}
+	var ambiguous *ambiguousNameError
+	if errors.As(err, &ambiguous) {
+		return failed(err)
+	}
 	var damaged *keystore.CorruptRecordsError
 	if errors.Is(err, keystore.ErrCorrupt) && !errors.As(err, &damaged) {
 		return failedf("intent %q in %s is damaged and not shown: %s", keyOrName, env.ks.display(), damagedWhy("", err))
@@ -131,15 +135,37 @@ func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName stri
 }
 
 // findIntent looks keyOrName up as a key first, then as a business name.
-// Names are scoped by principal, so one name may belong to intents of
-// several principals: that is an error that asks for the key.
+// Names are scoped by principal, and a keystore of an earlier build holds
+// them unscoped, so one name may belong to several intents: then it
+// fails with an *ambiguousNameError listing them, and never picks one.
 func findIntent(ctx context.Context, st keystore.Store, keyOrName string) (*keystore.Record, error) {
 	rec, err := st.Get(ctx, keyOrName)
 	if !errors.Is(err, keystore.ErrNotFound) {
 		return rec, err
 	}
-	if rec, err := st.GetByName(ctx, keyOrName); !errors.Is(err, keystore.ErrNotFound) {
-		return rec, err
+	found, err := namesakes(ctx, st, keyOrName)
+	switch {
+	case len(found) == 0 && err != nil:
+		// Damaged records were left out: one of them may be it.
+		return nil, fmt.Errorf("no readable intent with key or name %q: %w", keyOrName, err)
+	case len(found) == 0:
+		return nil, fmt.Errorf("%w: no intent with key or name %q", keystore.ErrNotFound, keyOrName)
+	case len(found) == 1 && err == nil:
+		return found[0], nil
+	}
+	return nil, &ambiguousNameError{name: keyOrName, found: found, damaged: err}
+}
+
+// maxNamesakes bounds the intents of one name a command lists.
+const maxNamesakes = 64
+
+// namesakes are the intents whose business name is name, under any
+// principal or none: one indexed read where the keystore offers it
+// (keystore.NameScanner), a scan of the list otherwise. With a partial
+// list, the error says damaged records were left out.
+func namesakes(ctx context.Context, st keystore.Store, name string) ([]*keystore.Record, error) {
+	if ns, ok := st.(keystore.NameScanner); ok {
+		return ns.Namesakes(ctx, name, maxNamesakes)
 	}
 	all, err := st.List(ctx, keystore.Filter{})
 	if err != nil && len(all) == 0 {
@@ -147,20 +173,43 @@ func findIntent(ctx context.Context, st keystore.Store, keyOrName string) (*keys
 	}
 	var found []*keystore.Record
 	for _, r := range all {
-		if r.Name != "" && keystore.BusinessName(r.Name, r.Principal) == keyOrName {
+		if keystore.IsNamesake(r, name) {
 			found = append(found, r)
 		}
 	}
-	switch {
-	case len(found) == 0 && err != nil:
-		// Damaged records were left out: one of them may be it.
-		return nil, fmt.Errorf("no readable intent with key or name %q: %w", keyOrName, err)
-	case len(found) == 0:
-		return nil, fmt.Errorf("%w: no intent with key or name %q", keystore.ErrNotFound, keyOrName)
-	case len(found) == 1:
-		return found[0], nil
+	return found, err
+}
+
+// ambiguousNameError is findIntent's error when several intents bear
+// one name: it lists their keys, so the user picks one by key.
+type ambiguousNameError struct {
+	name    string
+	found   []*keystore.Record
+	damaged error // damaged records left out of the search, nil if none
+}
+
+func (e *ambiguousNameError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d intents are named %q; give the key of the one you mean:", len(e.found), e.name)
+	for _, r := range e.found {
+		fmt.Fprintf(&b, "\n  %s  %s  %s", r.Key, principalText(r), r.State)
 	}
-	return nil, fmt.Errorf("%d intents are named %q, one per principal: give the key of the one you mean", len(found), keyOrName)
+	if e.damaged != nil {
+		fmt.Fprintf(&b, "\n  (and damaged records that could not be read: %v)", e.damaged)
+	}
+	return b.String()
+}
+
+// principalText names a record's principal in a listing: the first 8
+// digits of its fingerprint, or what an intent without one is.
+func principalText(r *keystore.Record) string {
+	switch {
+	case r.Principal != "":
+		return "principal " + r.Principal[:min(8, len(r.Principal))]
+	case r.Name != "":
+		return "no principal (an earlier build's, or anonymous)"
+	}
+	return "no principal"
 }
 
 func writeDetail(out io.Writer, d intentDetail, now time.Time) error {

@@ -39,6 +39,9 @@ type postgresSQL struct {
 	// insertClaimed and updateClaimed are insert and update for the
 	// holder of a claim; guard reads what update checks.
 	insertClaimed, updateClaimed, guard string
+	// namesakes, rebindLock and rebind serve keystore.NameScanner and
+	// keystore.Rebinder (namesake.go).
+	namesakes, rebindLock, rebind string
 }
 
 func newPostgresSQL(schema, table string) postgresSQL {
@@ -78,7 +81,11 @@ func newPostgresSQL(schema, table string) postgresSQL {
 		guard:         `SELECT name, state, claim_owner FROM ` + t + ` WHERE key = $1`,
 		getByKey:      `SELECT ` + cols + ` FROM ` + t + ` WHERE key = $1`,
 		getByName:     `SELECT ` + cols + ` FROM ` + t + ` WHERE name = $1`,
-		exists:        `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
+		namesakes: `SELECT ` + cols + ` FROM ` + t + ` WHERE name IS NOT NULL AND ` + postgresBusinessName + ` = $1
+			ORDER BY created_at, key LIMIT $2`,
+		rebindLock: `SELECT claim_owner IS NOT NULL AND claim_until > now() FROM ` + t + ` WHERE key = $1 FOR UPDATE`,
+		rebind:     `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + ` WHERE key = $1`,
+		exists:     `SELECT EXISTS (SELECT 1 FROM ` + t + ` WHERE key = $1)`,
 		list: `SELECT ` + cols + ` FROM ` + t + `
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,

@@ -86,6 +86,8 @@ func postgresDDL(schema, table string) (tables, indexes []postgresObject) {
 		idx("created_idx", "", `(created_at, key)`),
 		// Purge looks for old final records only.
 		idx("final_idx", "", `(updated_at) WHERE state <> 'pending'`),
+		// Namesakes finds a business name under every principal.
+		idx("business_idx", "", `(`+postgresBusinessName+`) WHERE name IS NOT NULL`),
 	}
 	return tables, indexes
 }

@@ -50,6 +50,8 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"Closed", testClosed},
 		{"ErrorsHideKeys", testErrorsHideKeys},
 		{"DeferredReadsBack", testDeferredReadsBack},
+		{"Namesakes", testNamesakes},
+		{"Rebind", testRebind},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
