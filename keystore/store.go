@@ -236,8 +236,8 @@ type Store interface {
 	// with the sound ones: a caller must treat that error as a partial
 	// result, not as a failure with nothing in it.
 	List(ctx context.Context, f Filter) ([]*Record, error)
-	// Purge removes the settled records (Succeeded, Failed, Expired)
-	// last updated before p.OlderThan: a named one created after
+	// Purge removes the settled records (Succeeded, Failed, and Expired
+	// when p.IncludeUnknown) last updated before p.OlderThan: a named one created after
 	// p.KeepNamesAfter is replaced by its tombstone, so Create with its
 	// name still returns it; the others are deleted, and so are the
 	// tombstones created at or before p.KeepNamesAfter (see

@@ -83,14 +83,16 @@ func newPostgresSQL(schema, table string) postgresSQL {
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,
 		// PurgeRequest.action in SQL: $1 is OlderThan, $2 KeepNamesAfter
-		// (NULL: keep every name).
+		// (NULL: keep every name), $4 IncludeUnknown (expired records).
 		purge: `DELETE FROM ` + t + ` WHERE key IN (
-			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted') AND (
+			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted')
+				AND ($4::boolean OR state <> 'expired') AND (
 				(purged_at IS NULL AND updated_at < $1 AND (name IS NULL OR created_at <= $2))
 				OR (purged_at IS NOT NULL AND created_at <= $2))
 			LIMIT $3 FOR UPDATE SKIP LOCKED)`,
 		tombstones: `SELECT ` + cols + ` FROM ` + t + `
-			WHERE state NOT IN ('pending', 'accepted') AND purged_at IS NULL AND updated_at < $1
+			WHERE state NOT IN ('pending', 'accepted') AND ($5::boolean OR state <> 'expired')
+				AND purged_at IS NULL AND updated_at < $1
 				AND name IS NOT NULL AND ($2::timestamptz IS NULL OR created_at > $2) AND key > $3
 			ORDER BY key LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// SKIP LOCKED lets concurrent claimers pass over the rows another

@@ -393,12 +393,20 @@ func testPurge(t *testing.T, s keystore.Store) {
 
 	res, err = s.Purge(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, keystore.PurgeResult{Deleted: 3}, res)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 2}, res)
 
 	left, err := s.List(ctx, keystore.Filter{})
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"old-pending", "old-202", "new-ok", "edge"}, keys(left),
-		"pending and accepted records, records updated at or after the cutoff stay")
+	assert.ElementsMatch(t, []string{"old-pending", "old-202", "old-exp", "new-ok", "edge"}, keys(left),
+		"pending, accepted and expired records (outcome unknown), records updated at or after the cutoff stay")
+
+	unknown := req
+	unknown.IncludeUnknown = true
+	res, err = s.Purge(ctx, unknown)
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 1}, res, "IncludeUnknown purges the expired record")
+	_, err = s.Get(ctx, "old-exp")
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
 
 	_, err = s.GetByName(ctx, "n-old-ok")
 	assert.ErrorIs(t, err, keystore.ErrNotFound, "a purged record's name is gone")
@@ -465,6 +473,9 @@ func testPurgeKeepsTombstones(t *testing.T, s keystore.Store) {
 	// The zero KeepNamesAfter keeps every name.
 	mustCreate(t, s, finish(record("ancient", "n-ancient", keystore.Pending, at(-1000)), keystore.Expired, at(-999)))
 	res, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(20)})
+	require.NoError(t, err)
+	assert.Zero(t, res, "an expired record's outcome is unknown: kept")
+	res, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(20), IncludeUnknown: true})
 	require.NoError(t, err)
 	assert.Equal(t, keystore.PurgeResult{Tombstoned: 1}, res)
 }
