@@ -102,10 +102,7 @@ func goneByEarlierBuild(rec *keystore.Record) bool {
 	if _, ok := settledByVerdict(rec); ok {
 		return false
 	}
-	if strings.Contains(rec.LastError, legacyGoneText) {
-		return true
-	}
-	return rec.Operation != "" && rec.Response != nil && operationGoneStatus(rec.Response.Status)
+	return rec.OperationGone() || strings.Contains(rec.LastError, legacyGoneText)
 }
 
 // settledByVerdict returns the verdict that settled rec, when one did: a

@@ -18,11 +18,12 @@ type PurgeRequest struct {
 	// and a tombstone created at or before it are deleted for good. The
 	// zero time keeps a tombstone of every purged named record.
 	KeepNamesAfter time.Time
-	// IncludeUnknown also purges the Expired records, whose outcome is
-	// unknown: their key may have been sent and the server may have
+	// IncludeUnknown also purges the records whose outcome is unknown:
+	// Expired ones (their key may have been sent and the server may have
 	// forgotten it, so one deleted for good lets a re-run of its name pay
-	// again. Without it they are kept until a verdict settles them
-	// (Succeeded or Failed). Pending and Accepted records are never purged.
+	// again) and Failed ones whose operation was gone
+	// (Record.OperationGone). Without it they are kept until a verdict
+	// settles them. Pending and Accepted records are never purged.
 	IncludeUnknown bool
 }
 
@@ -50,6 +51,9 @@ const (
 // Action reports what a Purge with p does to r; every Store decides by
 // it, and a dry run can count with it.
 func (p PurgeRequest) Action(r *Record) PurgeAction {
+	if !p.IncludeUnknown && r.OperationGone() {
+		return PurgeKeep
+	}
 	return p.action(r.State, r.Name != "", r.CreatedAt, r.UpdatedAt, r.Purged)
 }
 

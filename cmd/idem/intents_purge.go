@@ -34,7 +34,8 @@ older than --older-than, and says how many it deleted, how many it kept as
 tombstones, and how many it kept because their outcome is not settled.
 Pending intents are never purged: they still own a key that a resume must
 reuse; nor are accepted ones, whose operation the client still polls.
-Expired intents are kept too: their outcome is unknown (the key may have
+Expired intents are kept too, and failed ones whose operation was gone (as
+earlier builds stored them): their outcome is unknown (the key may have
 been sent, and the server may have forgotten it), so deleting one lets a
 re-run of its name pay again. Settle them first (idem intents settle), or
 give --force to purge them anyway.
@@ -99,7 +100,8 @@ type purgeReport struct {
 type purgeKept struct {
 	// Unsettled are pending and accepted intents: never purged.
 	Unsettled int `json:"kept_unsettled"`
-	// Unknown are expired intents: purged only with --force.
+	// Unknown are expired intents, and failed ones whose operation was
+	// gone (as earlier builds stored them): purged only with --force.
 	Unknown int `json:"kept_unknown"`
 }
 
@@ -179,7 +181,7 @@ func writeKept(out io.Writer, k purgeKept) error {
 			plural(k.Unsettled, "it", "them")))
 	}
 	if k.Unknown > 0 {
-		why = append(why, fmt.Sprintf("%d expired, outcome unknown: the key may have been sent and forgotten by the server, "+
+		why = append(why, fmt.Sprintf("%d expired or with its operation gone, outcome unknown: the key may have been sent and forgotten by the server, "+
 			"so without the record a re-run would pay again; settle %s first (idem intents settle), or give --force",
 			k.Unknown, plural(k.Unknown, "it", "them")))
 	}
@@ -190,11 +192,12 @@ func writeKept(out io.Writer, k purgeKept) error {
 
 // countKept counts the intents req keeps only because their outcome is
 // not settled: pending and accepted ones last updated before the cutoff,
-// and the expired ones a purge that included them would remove. Damaged
+// and the expired ones (and failed ones whose operation was gone) a purge
+// that included them would remove. Damaged
 // records are left to the purge to name.
 func countKept(ctx context.Context, st keystore.Store, req keystore.PurgeRequest) (purgeKept, error) {
 	var k purgeKept
-	recs, err := st.List(ctx, keystore.Filter{States: []keystore.State{keystore.Pending, keystore.Accepted, keystore.Expired}})
+	recs, err := st.List(ctx, keystore.Filter{States: []keystore.State{keystore.Pending, keystore.Accepted, keystore.Expired, keystore.Failed}})
 	var damaged *keystore.CorruptRecordsError
 	if err != nil && !errors.As(err, &damaged) {
 		return k, err

@@ -57,7 +57,7 @@ func TestPurge_KeepsExpiredIntentsSoARerunDoesNotPayAgain(t *testing.T) {
 	stdout, stderr, err := runIntentsCLI(t, nil, "purge", "--keystore", path, "--older-than", "24h")
 	require.NoError(t, err, stderr)
 	assert.Contains(t, stdout, ": 0 deleted, 0 tombstoned\n")
-	assert.Contains(t, stdout, "kept 1 intent whose outcome is not settled (1 expired, outcome unknown: ")
+	assert.Contains(t, stdout, "kept 1 intent whose outcome is not settled (1 expired or with its operation gone, outcome unknown: ")
 	assert.Contains(t, stdout, "--force")
 	stdout, stderr, err = runIntentsCLI(t, nil, "purge", "--keystore", path, "--older-than", "24h", "--dry-run", "--json")
 	require.NoError(t, err, stderr)

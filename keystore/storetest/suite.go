@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"Update", testUpdate},
 		{"UpdateCannotRename", testUpdateCannotRename},
 		{"UpdateNeverUnsettles", testUpdateNeverUnsettles},
+		{"OperationGoneMaySucceed", testOperationGoneMaySucceed},
 		{"ListFilters", testListFilters},
 		{"Purge", testPurge},
 		{"PurgeKeepsTombstones", testPurgeKeepsTombstones},
@@ -687,4 +688,42 @@ func testDeferredReadsBack(t *testing.T, s keystore.Store) {
 	assert.ErrorIs(t, d.UpdateDeferred(ctx, back), keystore.ErrSettled)
 	assert.ErrorIs(t, s.Update(ctx, back), keystore.ErrSettled)
 	require.NoError(t, s.Close())
+}
+
+// testOperationGoneMaySucceed: a Failed record whose answer is its
+// operation's 404 (as earlier builds stored an operation gone from the
+// server) has an unknown outcome: it may still become Succeeded, never
+// anything else, and a purge keeps it unless told to include unknown
+// outcomes. Another Failed record stays Failed.
+func testOperationGoneMaySucceed(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	gone := finish(record("gone", "n-gone", keystore.Pending, at(0)), keystore.Failed, at(1))
+	gone.Operation = "https://api.example.com/v1/operations/op_1"
+	gone.Response = &keystore.Response{Status: 404}
+	refused := finish(record("refused", "", keystore.Pending, at(0)), keystore.Failed, at(1))
+	refused.Response = &keystore.Response{Status: 404} // no operation: the request itself was refused
+	mustCreate(t, s, gone)
+	mustCreate(t, s, refused)
+	require.True(t, gone.OperationGone())
+	require.False(t, refused.OperationGone())
+
+	res, err := s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(100), KeepNamesAfter: at(100)})
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 1}, res, "the refused record goes, the gone one stays")
+	_, err = s.Get(ctx, "gone")
+	require.NoError(t, err)
+
+	pending := gone.Clone()
+	pending.State = keystore.Pending
+	assert.ErrorIs(t, s.Update(ctx, pending), keystore.ErrSettled)
+	won := gone.Clone()
+	won.State = keystore.Succeeded
+	won.Response = nil
+	require.NoError(t, s.Update(ctx, won))
+	got, err := s.Get(ctx, "gone")
+	require.NoError(t, err)
+	assert.Equal(t, keystore.Succeeded, got.State)
+	back := got.Clone()
+	back.State = keystore.Failed
+	assert.ErrorIs(t, s.Update(ctx, back), keystore.ErrSettled, "once Succeeded, never back")
 }
