@@ -38,6 +38,10 @@ func (c *Client) send(ctx context.Context, template *call) *sendResult {
 	if !cl.ownHeader || req.Context() != ctx {
 		req = cl.req.WithContext(ctx) // a caller's template stays as it was
 	}
+	if err := withinRetention(ctx, cl, c.cfg.now(), 0); err != nil {
+		res.stop = err
+		return res
+	}
 	if err := c.prepareAttempt(ctx, req, cl, true); err != nil {
 		res.stop = err
 		return res
@@ -88,6 +92,13 @@ func (c *Client) send(ctx context.Context, template *call) *sendResult {
 		if err := budgetAcquire(ctx, c.cfg.budget, c.cfg.now); err != nil {
 			// Refused after the wait: the answer kept before it comes
 			// back with the give-up.
+			res.stop = err
+			res.resp = p.kept
+			return res
+		}
+		// The waits (backoff, the budget's token) may have taken the
+		// intent nearer the end of its key's retention.
+		if err := withinRetention(ctx, cl, c.cfg.now(), 0); err != nil {
 			res.stop = err
 			res.resp = p.kept
 			return res

@@ -151,6 +151,14 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 		// it): its record is the truth, and its answer, if it has one,
 		// is this call's too.
 		if stored, gerr := c.lookupWithin(ctx, in.Key); gerr == nil {
+			if _, byVerdict := settledByVerdict(stored); byVerdict {
+				// A verdict settled it while this call was in flight
+				// (a settle by force): what this call learnt is kept as
+				// evidence, and said when it contradicts the verdict.
+				stored, resp, err = c.lateAnswer(ctx, stored, rec, resp)
+				in.refresh(stored)
+				return resp, err
+			}
 			in.refresh(stored)
 			if stored.State.Settled() {
 				return c.settleRecord(ctx, stored)
@@ -194,8 +202,14 @@ func (c *Client) load(ctx context.Context, key string) (rec *keystore.Record, sh
 func (c *Client) settle(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Response, error) {
 	switch rec.State {
 	case Succeeded:
+		if err := conflictOf(rec); err != nil {
+			return c.localReplay(rec), err
+		}
 		return c.localReplay(rec), nil
 	case Failed:
+		if err := conflictOf(rec); err != nil {
+			return c.localReplay(rec), err
+		}
 		return c.localReplay(rec), c.failedError(rec)
 	case Expired:
 		return nil, &GiveUpError{Reason: ErrKeyExpired, Key: rec.Key}

@@ -72,6 +72,16 @@ var (
 	// so Do sent nothing. The intent stays as it was; try it again once
 	// that worker is done or its claim has run out (WithClaimLease).
 	ErrIntentBusy = errors.New("idem: another worker holds the intent")
+	// ErrVerdictConflict: the server answered an attempt that was in
+	// flight when a verdict settled the intent by force (Settlement.Force,
+	// `idem intents settle --force`), and the answer contradicts the
+	// verdict: a 2xx or 202 for an intent settled as failed, a final
+	// refusal for one settled as succeeded. The verdict stays and the
+	// answer is kept in the intent's audit trail as conflicting evidence;
+	// the error is a *VerdictConflictError carrying the answer. The effect
+	// may have happened: never pay again on this error; a person must
+	// weigh the evidence (`idem intents show`).
+	ErrVerdictConflict = errors.New("idem: the server's answer conflicts with the verdict recorded for the intent")
 	// ErrCredentialsMissing: the intent was begun with credentials (a
 	// secret header such as Authorization) that the attempt lacks, so
 	// nothing was sent: the server scopes keys by principal, and the key

@@ -67,11 +67,21 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 		principal:       rec.Principal,
 		secretNames:     rec.SecretHeaders,
 		principalProven: c.provesPrincipal(begun, secrets, params),
+		retentionEnd:    rec.CreatedAt.Add(c.cfg.retention),
 	})
 	rec.Attempts += res.attempts
 	rec.UpdatedAt = c.cfg.now()
 	if res.unknown {
 		rec.MayHaveExecuted = true
+	}
+	var reached *retentionReachedError
+	if errors.As(res.stop, &reached) {
+		// The server may forget the key before another attempt could
+		// end: the intent is expired, and only a reconciliation can
+		// tell what its earlier attempts did.
+		bufferLast(res.resp)
+		err := c.expire(ctx, rec, reached.Error(), res.lastStatus)
+		return c.reconcileOr(ctx, rec, nil, err)
 	}
 	if res.stop != nil {
 		return c.stayPending(ctx, rec, res, !doubt && !res.unknown)

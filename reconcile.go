@@ -88,13 +88,16 @@ const maxReconciliations = 20
 // to run.
 var ErrNotReconcilable = errors.New("idem: intent cannot be reconciled")
 
-// Reconcile runs the client's Reconciler on an unsettled (Pending,
-// Accepted) or Expired intent and records its verdict: Succeeded or
-// Failed settle the intent (with the reconciler's response as its answer,
-// when it gave one), Unknown is recorded in the audit trail and changes
-// nothing else. It returns the intent's answer as Do would afterwards.
-// Without a Reconciler, or on a settled intent, the error matches
-// ErrNotReconcilable.
+// Reconcile runs the client's Reconciler on an intent whose outcome is
+// not settled (Pending, Accepted, Expired, or Failed by an earlier build
+// only because its operation was gone, ErrOperationGone) and records its
+// verdict: Succeeded or Failed settle the intent (with the reconciler's
+// response as its answer, when it gave one), Unknown is recorded in the
+// audit trail and changes nothing else. It returns the intent's answer as
+// Do would afterwards. Without a Reconciler, or on a settled intent, the
+// error matches ErrNotReconcilable. In a shared keystore it claims the
+// intent first, as Do does: while another live worker holds it the error
+// is an *IntentBusyError (ErrIntentBusy) and nothing is recorded.
 func (c *Client) Reconcile(ctx context.Context, in *Intent) (*http.Response, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -114,8 +117,16 @@ func (c *Client) Reconcile(ctx context.Context, in *Intent) (*http.Response, err
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
 	}
-	defer in.refresh(rec)
-	if rec.State.Settled() && rec.State != Expired {
+	defer func() { in.refresh(rec) }()
+	if !verdictOpen(rec) {
+		return nil, fmt.Errorf("%w: it is %s", ErrNotReconcilable, rec.State)
+	}
+	claimed, ctx, release, err := c.claimForVerdict(ctx, rec, "reconcile", false)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if rec = claimed; !verdictOpen(rec) {
 		return nil, fmt.Errorf("%w: it is %s", ErrNotReconcilable, rec.State)
 	}
 	settled, err := c.runReconciler(ctx, rec)
@@ -161,13 +172,25 @@ type Settlement struct {
 	By string
 	// Note says why: the evidence the person relied on.
 	Note string
+	// Force records the verdict even while another live worker of a
+	// shared keystore holds the intent (which Settle otherwise refuses
+	// with ErrIntentBusy): that worker may have an attempt in flight, and
+	// its answer, when it comes, is kept in the audit trail as evidence;
+	// one that contradicts the verdict makes its Do, and every later Do,
+	// fail with ErrVerdictConflict.
+	Force bool
 }
 
-// Settle records a verdict reached by hand on an unsettled (Pending,
-// Accepted) or Expired intent: the intent becomes Succeeded or Failed,
-// with who, when and why kept in its audit trail (Intent.Reconciliations).
-// It sends nothing. A settled intent is refused (ErrNotReconcilable): the
-// server's own answer stands.
+// Settle records a verdict reached by hand on an intent whose outcome is
+// not settled (Pending, Accepted, Expired, or Failed by an earlier build
+// only because its operation was gone, ErrOperationGone): the intent
+// becomes Succeeded or Failed, with who, when and why kept in its audit
+// trail (Intent.Reconciliations). It sends nothing. A settled intent is
+// refused (ErrNotReconcilable): the server's own answer stands. In a
+// shared keystore Settle claims the intent first, as Do does, so no
+// worker sends it while the verdict is written; while another live
+// worker holds it the error is an *IntentBusyError (ErrIntentBusy),
+// unless s.Force.
 func (c *Client) Settle(ctx context.Context, key string, s Settlement) (*Intent, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -187,7 +210,15 @@ func (c *Client) Settle(ctx context.Context, key string, s Settlement) (*Intent,
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(key), err)
 	}
-	if rec.State.Settled() && rec.State != Expired {
+	if !verdictOpen(rec) {
+		return nil, fmt.Errorf("%w: it is %s", ErrNotReconcilable, rec.State)
+	}
+	rec, ctx, release, err := c.claimForVerdict(ctx, rec, "settle", s.Force)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if !verdictOpen(rec) {
 		return nil, fmt.Errorf("%w: it is %s", ErrNotReconcilable, rec.State)
 	}
 	if err := c.recordVerdict(ctx, rec, s.Outcome, sourceManual, s.By, s.Note, nil); err != nil {
@@ -204,12 +235,8 @@ func (c *Client) recordVerdict(ctx context.Context, rec *keystore.Record, o Outc
 	}
 	now := c.cfg.now()
 	entry := keystore.Reconciliation{Outcome: o.String(), Source: source, By: by, At: now, Note: note}
-	trail := append(rec.Reconciliations, entry)
-	if len(trail) > maxReconciliations {
-		trail = trail[len(trail)-maxReconciliations:]
-	}
 	next := rec.Clone()
-	next.Reconciliations = trail
+	next.Reconciliations = appendTrail(next.Reconciliations, entry)
 	next.UpdatedAt = now
 	switch o {
 	case OutcomeSucceeded:
@@ -243,10 +270,10 @@ const SettlementHeader = "Idem-Settlement"
 // caller never gets a nil response with a nil error. Nil for anything
 // else.
 func reconciledResponse(rec *keystore.Record) *http.Response {
-	if rec.State != Succeeded || len(rec.Reconciliations) == 0 {
+	last, ok := settledByVerdict(rec)
+	if rec.State != Succeeded || !ok {
 		return nil
 	}
-	last := rec.Reconciliations[len(rec.Reconciliations)-1]
 	body, err := json.Marshal(map[string]any{"idem_settlement": last})
 	if err != nil {
 		return nil

@@ -53,6 +53,10 @@ type call struct {
 	// change them (Client.provesPrincipal): the attempts are principal's
 	// without computing it again.
 	principalProven bool
+	// retentionEnd, when set, is when the server may forget the key (the
+	// intent's creation plus the retention): no attempt is started whose
+	// worst case ends after it (withinRetention).
+	retentionEnd time.Time
 }
 
 // sendResult is how a call ended. When stop is nil, resp is a final answer
@@ -209,6 +213,9 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	wait, werr := nextWait(ctx, now, p.c.cfg.backoff, res.attempts-1, hint, hasHint)
 	if werr != nil {
 		return p.stop(werr)
+	}
+	if err := withinRetention(ctx, p.cl, now, wait); err != nil {
+		return p.stop(err)
 	}
 	if resp != nil {
 		// Read before the budget may hold the retry, so the connection

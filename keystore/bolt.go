@@ -301,7 +301,7 @@ func (b *Bolt) updateApply(k, name string, state State, data []byte) applyFunc {
 		if sum.Name != name {
 			return false, nameChanged(k, sum.Name, name)
 		}
-		if !mayRewrite(sum.State, state) {
+		if !mayRewrite(sum.State, state) && !goneRewrite(k, old, sum.State, state) {
 			return false, settled(k, sum.State, state)
 		}
 		if err := records.Put(key, data); err != nil {
@@ -515,7 +515,19 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Tim
 		}
 		// Keys are copied: writing invalidates the cursor's memory.
 		vic := victim{key: append([]byte(nil), k...), name: []byte(sum.Name)}
-		switch p.action(sum.State, sum.Name != "", sum.CreatedAt, sum.UpdatedAt, sum.Purged) {
+		action := p.action(sum.State, sum.Name != "", sum.CreatedAt, sum.UpdatedAt, sum.Purged)
+		if action != PurgeKeep && sum.State == Failed && !p.IncludeUnknown {
+			// Only the whole record tells whether its operation was gone.
+			rec, err := decodeRecord(string(k), v)
+			if err != nil {
+				damaged.Add(string(k), err)
+				continue
+			}
+			if rec.OperationGone() {
+				action = PurgeKeep
+			}
+		}
+		switch action {
 		case PurgeKeep:
 			continue
 		case PurgeTombstone:
@@ -549,4 +561,15 @@ func (b *Bolt) purgeRange(tx *bolt.Tx, from []byte, p PurgeRequest, now time.Tim
 		res.Deleted++
 	}
 	return res, next, nil
+}
+
+// goneRewrite reports whether the stored record data (in state from),
+// which mayRewrite refuses to turn into to, is a Failed one whose
+// operation was gone, which may become Succeeded (Record.OperationGone).
+func goneRewrite(k string, data []byte, from, to State) bool {
+	if !mayRewriteGone(from, to) {
+		return false
+	}
+	r, err := decodeRecord(k, data)
+	return err == nil && r.OperationGone()
 }

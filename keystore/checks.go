@@ -53,6 +53,23 @@ func mayRewrite(from, to State) bool {
 	return true
 }
 
+// OperationGone reports whether r is a Failed record whose stored answer
+// is its accepted operation's 404 or 410: earlier builds stored an
+// operation gone from the server so. The 202 proved the server took the
+// intent on and the 404 proves nothing of what became of it, so its
+// outcome is unknown: such a record may still be settled Succeeded (by a
+// verdict, or the operation's own final answer), which every Store allows
+// as the one way out of Failed, and a purge keeps it like an Expired one.
+func (r *Record) OperationGone() bool {
+	return r.State == Failed && r.Operation != "" && r.Response != nil &&
+		(r.Response.Status == 404 || r.Response.Status == 410)
+}
+
+// mayRewriteGone reports whether a refusal of mayRewrite from Failed to
+// Succeeded must look at the stored record: its answer may say its
+// operation was gone (Record.OperationGone).
+func mayRewriteGone(from, to State) bool { return from == Failed && to == Succeeded }
+
 // settled is the error of an Update that mayRewrite refuses.
 func settled(key string, from, to State) error {
 	return fmt.Errorf("update %s: %w (stored %s, given %s)", keyRef(key), ErrSettled, from, to)

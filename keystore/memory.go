@@ -203,7 +203,7 @@ func (m *Memory) update(owned *Record, e memEntry) error {
 	if old.name != owned.Name {
 		return nameChanged(owned.Key, old.name, owned.Name)
 	}
-	if !mayRewrite(old.state, owned.State) {
+	if !mayRewrite(old.state, owned.State) && !m.goneRewrite(old, owned.State) {
 		return settled(owned.Key, old.state, owned.State)
 	}
 	m.records[owned.Key] = e
@@ -298,4 +298,15 @@ func (e memEntry) decode() (*Record, error) {
 		return e.live.Clone(), nil
 	}
 	return decodeMemRecord(e)
+}
+
+// goneRewrite reports whether old, a record mayRewrite refuses to turn
+// into to, is a Failed one whose operation was gone, which may become
+// Succeeded (Record.OperationGone).
+func (m *Memory) goneRewrite(old memEntry, to State) bool {
+	if !mayRewriteGone(old.state, to) {
+		return false
+	}
+	r, err := old.decode()
+	return err == nil && r.OperationGone()
 }

@@ -8,9 +8,9 @@ import "time"
 // named record younger than the server's retention is kept as a
 // tombstone (see Record.Tombstone) until the retention has passed.
 type PurgeRequest struct {
-	// OlderThan: settled records (Succeeded, Failed, Expired) last
-	// updated before it are purged. Pending and Accepted records never
-	// are. The zero time purges nothing.
+	// OlderThan: settled records (Succeeded, Failed, and Expired with
+	// IncludeUnknown) last updated before it are purged. Pending and
+	// Accepted records never are. The zero time purges nothing.
 	OlderThan time.Time
 	// KeepNamesAfter is the retention cutoff, typically now minus the
 	// server's key retention: a purged named record created after it
@@ -18,6 +18,13 @@ type PurgeRequest struct {
 	// and a tombstone created at or before it are deleted for good. The
 	// zero time keeps a tombstone of every purged named record.
 	KeepNamesAfter time.Time
+	// IncludeUnknown also purges the records whose outcome is unknown:
+	// Expired ones (their key may have been sent and the server may have
+	// forgotten it, so one deleted for good lets a re-run of its name pay
+	// again) and Failed ones whose operation was gone
+	// (Record.OperationGone). Without it they are kept until a verdict
+	// settles them. Pending and Accepted records are never purged.
+	IncludeUnknown bool
 }
 
 // PurgeResult counts what a Purge did.
@@ -44,6 +51,9 @@ const (
 // Action reports what a Purge with p does to r; every Store decides by
 // it, and a dry run can count with it.
 func (p PurgeRequest) Action(r *Record) PurgeAction {
+	if !p.IncludeUnknown && r.OperationGone() {
+		return PurgeKeep
+	}
 	return p.action(r.State, r.Name != "", r.CreatedAt, r.UpdatedAt, r.Purged)
 }
 
@@ -51,6 +61,8 @@ func (p PurgeRequest) action(s State, named bool, created, updated, purged time.
 	pastRetention := !p.KeepNamesAfter.IsZero() && !created.After(p.KeepNamesAfter)
 	switch {
 	case !s.Settled():
+		return PurgeKeep
+	case s == Expired && !p.IncludeUnknown:
 		return PurgeKeep
 	case !purged.IsZero():
 		if pastRetention {

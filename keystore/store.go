@@ -143,16 +143,25 @@ const (
 	ReconciledSucceeded = "succeeded"
 	ReconciledFailed    = "failed"
 	ReconciledUnknown   = "unknown"
+	// ReconciledConflict records an answer of the server that arrived
+	// after the intent was settled by a verdict (an attempt in flight
+	// when a person settled it by force) and contradicts that verdict.
+	// The verdict stays; the answer is evidence for a person to weigh.
+	ReconciledConflict = "conflict"
 )
 
 // Reconciliation is one verdict on an intent's outcome reached without
 // the server's answer to the request itself.
 type Reconciliation struct {
 	// Outcome is ReconciledSucceeded, ReconciledFailed or
-	// ReconciledUnknown (asked, and still not known).
+	// ReconciledUnknown (asked, and still not known), or, for an answer
+	// of the server that arrived after a verdict, what that answer says
+	// (ReconciledConflict when it contradicts the verdict).
 	Outcome string `json:"outcome"`
-	// Source is "reconciler" (a function given to the client) or
-	// "manual" (a person).
+	// Source is "reconciler" (a function given to the client), "manual"
+	// (a person), or "server" (the server's answer to an attempt that
+	// was in flight when a verdict settled the intent, kept as evidence;
+	// never a verdict itself).
 	Source string `json:"source"`
 	// By names who decided: a user, a program.
 	By string `json:"by,omitempty"`
@@ -227,8 +236,8 @@ type Store interface {
 	// with the sound ones: a caller must treat that error as a partial
 	// result, not as a failure with nothing in it.
 	List(ctx context.Context, f Filter) ([]*Record, error)
-	// Purge removes the settled records (Succeeded, Failed, Expired)
-	// last updated before p.OlderThan: a named one created after
+	// Purge removes the settled records (Succeeded, Failed, and Expired
+	// when p.IncludeUnknown) last updated before p.OlderThan: a named one created after
 	// p.KeepNamesAfter is replaced by its tombstone, so Create with its
 	// name still returns it; the others are deleted, and so are the
 	// tombstones created at or before p.KeepNamesAfter (see

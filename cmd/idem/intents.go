@@ -127,12 +127,19 @@ func shownText(s string) string {
 // settled record whose last verdict is its state got it from that verdict,
 // not from the server's answer.
 func settledBy(r *keystore.Record) (keystore.Reconciliation, bool) {
-	n := len(r.Reconciliations)
-	if n == 0 || !r.State.Settled() {
+	if !r.State.Settled() {
 		return keystore.Reconciliation{}, false
 	}
-	last := r.Reconciliations[n-1]
-	return last, last.Outcome == string(r.State)
+	// The server's late answers, kept as evidence after a verdict, are
+	// passed over: they never settle anything.
+	for i := len(r.Reconciliations) - 1; i >= 0; i-- {
+		v := r.Reconciliations[i]
+		if v.Source == "server" || v.Outcome == keystore.ReconciledUnknown {
+			continue
+		}
+		return v, v.Outcome == string(r.State)
+	}
+	return keystore.Reconciliation{}, false
 }
 
 // verdictText is a reconciliation on one line, the way settle prints it:

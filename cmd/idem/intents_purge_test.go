@@ -22,12 +22,14 @@ func TestPurge_DeletesOldSettledIntentsOnly(t *testing.T) {
 
 	stdout, _, err := runIntentsCLI(t, nil, "purge", "--keystore", p.path, "--older-than", "24h", "--dry-run")
 	require.NoError(t, err)
-	assert.Equal(t, "would purge settled intents not updated for 24h from "+p.path+": 2 deleted, 0 tombstoned (dry run; nothing changed)\n", stdout)
+	assert.Equal(t, "would purge settled intents not updated for 24h from "+p.path+": 2 deleted, 0 tombstoned (dry run; nothing changed)\n"+
+		"kept 1 intent whose outcome is not settled (1 pending or accepted: unsettled, never purged; resume or settle it)\n", stdout)
 	assert.Len(t, readKeystore(t, p.path), 5)
 
 	stdout, _, err = runIntentsCLI(t, nil, "purge", "--keystore", p.path, "--older-than", "24h")
 	require.NoError(t, err)
-	assert.Equal(t, "purged settled intents not updated for 24h from "+p.path+": 2 deleted, 0 tombstoned\n", stdout)
+	assert.Equal(t, "purged settled intents not updated for 24h from "+p.path+": 2 deleted, 0 tombstoned\n"+
+		"kept 1 intent whose outcome is not settled (1 pending or accepted: unsettled, never purged; resume or settle it)\n", stdout)
 
 	left := map[string]bool{}
 	for _, r := range readKeystore(t, p.path) {
@@ -39,7 +41,8 @@ func TestPurge_DeletesOldSettledIntentsOnly(t *testing.T) {
 
 	stdout, _, err = runIntentsCLI(t, nil, "purge", "--keystore", p.path, "--older-than", "24h")
 	require.NoError(t, err)
-	assert.Equal(t, "purged settled intents not updated for 24h from "+p.path+": 0 deleted, 0 tombstoned\n", stdout)
+	assert.Equal(t, "purged settled intents not updated for 24h from "+p.path+": 0 deleted, 0 tombstoned\n"+
+		"kept 1 intent whose outcome is not settled (1 pending or accepted: unsettled, never purged; resume or settle it)\n", stdout)
 }
 
 func TestPurge_ShorterThanTheRetentionNeedsForce(t *testing.T) {
@@ -72,7 +75,7 @@ func TestPurge_ForceKeepsTombstonesSoARerunGetsItsKeys(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
 	assert.Equal(t, map[string]any{
 		"keystore": p.path, "older_than": "1ms", "retention": "24h", "dry_run": false,
-		"deleted": 0.0, "tombstoned": 3.0,
+		"deleted": 0.0, "tombstoned": 3.0, "kept_unsettled": 2.0, "kept_unknown": 0.0,
 	}, rep)
 	for _, r := range readKeystore(t, p.path) {
 		if r.State.Settled() {
@@ -112,7 +115,8 @@ func TestPurge_ForceKeepsTombstonesSoARerunGetsItsKeys(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	stdout, _, err = runIntentsCLI(t, nil, "purge", "--keystore", p.path, "--older-than", "1ms", "--retention", "1ms")
 	require.NoError(t, err)
-	assert.Equal(t, "purged settled intents not updated for 1ms from "+p.path+": 3 deleted, 0 tombstoned\n", stdout)
+	assert.Equal(t, "purged settled intents not updated for 1ms from "+p.path+": 3 deleted, 0 tombstoned\n"+
+		"kept 2 intents whose outcome is not settled (2 pending or accepted: unsettled, never purged; resume or settle them)\n", stdout)
 	assert.Len(t, readKeystore(t, p.path), 2, "the pending intents")
 	in, err = rerun("order-0/payment", payment0)
 	require.NoError(t, err)

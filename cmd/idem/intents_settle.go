@@ -19,7 +19,7 @@ import (
 type settleFlags struct {
 	succeeded, failed bool
 	note, by          string
-	json              bool
+	json, force       bool
 }
 
 func newIntentsSettleCommand(env *intentsEnv) *cobra.Command {
@@ -37,7 +37,16 @@ the evidence. Nothing is sent.
 The intent becomes succeeded or failed, and its audit trail (see show)
 keeps the verdict with who gave it (--by, default $USER@host), when and
 why. An intent the server's own answer settled is refused: that answer
-stands.`,
+stands.
+
+In a keystore a fleet shares (Postgres), settle claims the intent first,
+as a worker does before it sends, so no worker sends it while the verdict
+is written. An intent another live worker holds (it may have an attempt
+in flight) is refused: wait for the worker, or give --force. Forced, the
+verdict is recorded at once, and the worker's answer, when it comes, is
+kept in the audit trail as evidence; an answer that contradicts the
+verdict (the payment was made after all) makes the worker's call, and
+every later one, fail with a verdict conflict for a person to resolve.`,
 		Example: `  idem intents settle batch-42/payment-3 --succeeded --note "pay_123 in the provider dashboard"
   idem intents settle 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --failed --note "no such payment; ticket OPS-7" --by alice`,
 		Args:              cobra.ExactArgs(1),
@@ -55,6 +64,7 @@ stands.`,
 	fl.StringVar(&f.note, "note", "", "the evidence the verdict rests on (required)")
 	fl.StringVar(&f.by, "by", "", "who decides (default $USER@hostname)")
 	fl.BoolVar(&f.json, "json", false, "print the settled intent as a JSON object, as show --json does")
+	fl.BoolVar(&f.force, "force", false, "settle even while another worker holds the intent; its late answer is kept as conflicting evidence")
 	return cmd
 }
 
@@ -116,9 +126,14 @@ func runSettle(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName st
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
 	}
-	_, err = client.Settle(ctx, rec.Key, idem.Settlement{Outcome: o, By: f.by, Note: f.note})
+	_, err = client.Settle(ctx, rec.Key, idem.Settlement{Outcome: o, By: f.by, Note: f.note, Force: f.force})
 	if errors.Is(err, idem.ErrNotReconcilable) {
 		return alreadySettled(ctx, st, rec)
+	}
+	if errors.Is(err, idem.ErrIntentBusy) {
+		return failedf("intent %s is held by another live worker, which may have an attempt in flight; "+
+			"wait for it to finish (or for its claim to run out), or give --force: its answer is then kept in the audit trail as conflicting evidence",
+			rec.Key)
 	}
 	if err != nil {
 		return err

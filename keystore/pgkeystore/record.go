@@ -65,7 +65,8 @@ func newPostgresSQL(schema, table string) postgresSQL {
 	// write are one statement: a settled record is never changed back.
 	given := fmt.Sprintf("$%d", slices.Index(postgresRecordColumns, "state")+1)
 	rewrite := `(state = ` + given + ` OR state NOT IN ('succeeded', 'failed', 'expired')
-			OR (state = 'expired' AND ` + given + ` IN ('succeeded', 'failed')))`
+			OR (state = 'expired' AND ` + given + ` IN ('succeeded', 'failed'))
+			OR (state = 'failed' AND ` + given + ` = 'succeeded' AND operation <> '' AND response_status IN (404, 410)))`
 	update := `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + `
 			WHERE key = $1 AND name IS NOT DISTINCT FROM $2 AND ` + rewrite
 	return postgresSQL{
@@ -90,14 +91,18 @@ func newPostgresSQL(schema, table string) postgresSQL {
 			WHERE ($1::text[] IS NULL OR state = ANY($1)) AND ($2::timestamptz IS NULL OR created_at < $2)
 			ORDER BY created_at, key`,
 		// PurgeRequest.action in SQL: $1 is OlderThan, $2 KeepNamesAfter
-		// (NULL: keep every name).
+		// (NULL: keep every name), $4 IncludeUnknown (expired records, and
+		// failed ones whose operation was gone: Record.OperationGone).
 		purge: `DELETE FROM ` + t + ` WHERE key IN (
-			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted') AND (
+			SELECT key FROM ` + t + ` WHERE state NOT IN ('pending', 'accepted')
+				AND ($4::boolean OR (state <> 'expired' AND NOT (state = 'failed' AND operation <> '' AND response_status IN (404, 410)))) AND (
 				(purged_at IS NULL AND updated_at < $1 AND (name IS NULL OR created_at <= $2))
 				OR (purged_at IS NOT NULL AND created_at <= $2))
 			LIMIT $3 FOR UPDATE SKIP LOCKED)`,
 		tombstones: `SELECT ` + cols + ` FROM ` + t + `
-			WHERE state NOT IN ('pending', 'accepted') AND purged_at IS NULL AND updated_at < $1
+			WHERE state NOT IN ('pending', 'accepted')
+				AND ($5::boolean OR (state <> 'expired' AND NOT (state = 'failed' AND operation <> '' AND response_status IN (404, 410))))
+				AND purged_at IS NULL AND updated_at < $1
 				AND name IS NOT NULL AND ($2::timestamptz IS NULL OR created_at > $2) AND key > $3
 			ORDER BY key LIMIT $4 FOR UPDATE SKIP LOCKED`,
 		// SKIP LOCKED lets concurrent claimers pass over the rows another

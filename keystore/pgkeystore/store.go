@@ -290,7 +290,7 @@ func (p *Store) Purge(ctx context.Context, req keystore.PurgeRequest) (keystore.
 		keepNamesAfter = &req.KeepNamesAfter
 	}
 	for {
-		tag, err := p.pool.Exec(ctx, p.sql.purge, req.OlderThan, keepNamesAfter, p.purgeBatch)
+		tag, err := p.pool.Exec(ctx, p.sql.purge, req.OlderThan, keepNamesAfter, p.purgeBatch, req.IncludeUnknown)
 		if err != nil {
 			return res, p.wrap("purge", err)
 		}
@@ -303,7 +303,7 @@ func (p *Store) Purge(ctx context.Context, req keystore.PurgeRequest) (keystore.
 	after := "" // keys are scanned in order, so each batch starts past the last
 	var damaged keystore.CorruptRecords
 	for {
-		n, last, bad, err := p.tombstoneBatch(ctx, req.OlderThan, keepNamesAfter, after)
+		n, last, bad, err := p.tombstoneBatch(ctx, req.OlderThan, keepNamesAfter, after, req.IncludeUnknown)
 		res.Tombstoned += n
 		if err != nil {
 			return res, p.wrap("purge", err)
@@ -322,13 +322,13 @@ func (p *Store) Purge(ctx context.Context, req keystore.PurgeRequest) (keystore.
 // with keys after after, in one transaction, and returns how many, the
 // last key it looked at ("" when there are no more) and the damaged rows
 // it left alone.
-func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string) (int, string, keystore.CorruptRecords, error) {
+func (p *Store) tombstoneBatch(ctx context.Context, olderThan time.Time, keepNamesAfter *time.Time, after string, unknown bool) (int, string, keystore.CorruptRecords, error) {
 	var n int
 	var last string
 	var damaged keystore.CorruptRecords
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		n, last = 0, ""
-		rows, err := tx.Query(ctx, p.sql.tombstones, olderThan, keepNamesAfter, after, p.purgeBatch)
+		rows, err := tx.Query(ctx, p.sql.tombstones, olderThan, keepNamesAfter, after, p.purgeBatch, unknown)
 		if err != nil {
 			return err
 		}

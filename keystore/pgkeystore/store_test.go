@@ -252,7 +252,7 @@ func TestPostgresListAndPurge(t *testing.T) {
 	for i := range 40 {
 		r := pendingRecord(i)
 		switch {
-		case i < 30: // old and final: purged, the named ones to tombstones
+		case i < 30: // old and final: purged (expired ones too, with IncludeUnknown), the named ones to tombstones
 			r.State = []keystore.State{keystore.Succeeded, keystore.Failed, keystore.Expired}[i%3]
 			if i%2 == 0 {
 				r.Name = fmt.Sprintf("order-%d", i)
@@ -278,7 +278,10 @@ func TestPostgresListAndPurge(t *testing.T) {
 
 	res, err := p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff})
 	require.NoError(t, err)
-	assert.Equal(t, keystore.PurgeResult{Deleted: 15, Tombstoned: 15}, res, "purge keeps going batch after batch")
+	assert.Equal(t, keystore.PurgeResult{Deleted: 10, Tombstoned: 10}, res, "expired records, outcome unknown, are kept")
+	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff, IncludeUnknown: true})
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 5, Tombstoned: 5}, res, "purge keeps going batch after batch")
 	left, err := p.List(ctx, keystore.Filter{})
 	require.NoError(t, err)
 	assert.Len(t, left, 25)
@@ -287,11 +290,11 @@ func TestPostgresListAndPurge(t *testing.T) {
 	assert.Equal(t, pendingRecord(4).Key, tomb.Key)
 	assert.False(t, tomb.Purged.IsZero())
 	assert.Nil(t, tomb.Body)
-	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff})
+	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff, IncludeUnknown: true})
 	require.NoError(t, err)
 	assert.Zero(t, res, "tombstones stay until the retention cutoff passes")
 
-	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff, KeepNamesAfter: cutoff})
+	res, err = p.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff, KeepNamesAfter: cutoff, IncludeUnknown: true})
 	require.NoError(t, err)
 	assert.Equal(t, keystore.PurgeResult{Deleted: 15}, res)
 	left, err = p.List(ctx, keystore.Filter{})

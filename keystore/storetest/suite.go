@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"Update", testUpdate},
 		{"UpdateCannotRename", testUpdateCannotRename},
 		{"UpdateNeverUnsettles", testUpdateNeverUnsettles},
+		{"OperationGoneMaySucceed", testOperationGoneMaySucceed},
 		{"ListFilters", testListFilters},
 		{"Purge", testPurge},
 		{"PurgeKeepsTombstones", testPurgeKeepsTombstones},
@@ -395,12 +396,20 @@ func testPurge(t *testing.T, s keystore.Store) {
 
 	res, err = s.Purge(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, keystore.PurgeResult{Deleted: 3}, res)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 2}, res)
 
 	left, err := s.List(ctx, keystore.Filter{})
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"old-pending", "old-202", "new-ok", "edge"}, keys(left),
-		"pending and accepted records, records updated at or after the cutoff stay")
+	assert.ElementsMatch(t, []string{"old-pending", "old-202", "old-exp", "new-ok", "edge"}, keys(left),
+		"pending, accepted and expired records (outcome unknown), records updated at or after the cutoff stay")
+
+	unknown := req
+	unknown.IncludeUnknown = true
+	res, err = s.Purge(ctx, unknown)
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 1}, res, "IncludeUnknown purges the expired record")
+	_, err = s.Get(ctx, "old-exp")
+	assert.ErrorIs(t, err, keystore.ErrNotFound)
 
 	_, err = s.GetByName(ctx, "n-old-ok")
 	assert.ErrorIs(t, err, keystore.ErrNotFound, "a purged record's name is gone")
@@ -467,6 +476,9 @@ func testPurgeKeepsTombstones(t *testing.T, s keystore.Store) {
 	// The zero KeepNamesAfter keeps every name.
 	mustCreate(t, s, finish(record("ancient", "n-ancient", keystore.Pending, at(-1000)), keystore.Expired, at(-999)))
 	res, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(20)})
+	require.NoError(t, err)
+	assert.Zero(t, res, "an expired record's outcome is unknown: kept")
+	res, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(20), IncludeUnknown: true})
 	require.NoError(t, err)
 	assert.Equal(t, keystore.PurgeResult{Tombstoned: 1}, res)
 }
@@ -678,4 +690,42 @@ func testDeferredReadsBack(t *testing.T, s keystore.Store) {
 	assert.ErrorIs(t, d.UpdateDeferred(ctx, back), keystore.ErrSettled)
 	assert.ErrorIs(t, s.Update(ctx, back), keystore.ErrSettled)
 	require.NoError(t, s.Close())
+}
+
+// testOperationGoneMaySucceed: a Failed record whose answer is its
+// operation's 404 (as earlier builds stored an operation gone from the
+// server) has an unknown outcome: it may still become Succeeded, never
+// anything else, and a purge keeps it unless told to include unknown
+// outcomes. Another Failed record stays Failed.
+func testOperationGoneMaySucceed(t *testing.T, s keystore.Store) {
+	ctx := context.Background()
+	gone := finish(record("gone", "n-gone", keystore.Pending, at(0)), keystore.Failed, at(1))
+	gone.Operation = "https://api.example.com/v1/operations/op_1"
+	gone.Response = &keystore.Response{Status: 404}
+	refused := finish(record("refused", "", keystore.Pending, at(0)), keystore.Failed, at(1))
+	refused.Response = &keystore.Response{Status: 404} // no operation: the request itself was refused
+	mustCreate(t, s, gone)
+	mustCreate(t, s, refused)
+	require.True(t, gone.OperationGone())
+	require.False(t, refused.OperationGone())
+
+	res, err := s.Purge(ctx, keystore.PurgeRequest{OlderThan: at(100), KeepNamesAfter: at(100)})
+	require.NoError(t, err)
+	assert.Equal(t, keystore.PurgeResult{Deleted: 1}, res, "the refused record goes, the gone one stays")
+	_, err = s.Get(ctx, "gone")
+	require.NoError(t, err)
+
+	pending := gone.Clone()
+	pending.State = keystore.Pending
+	assert.ErrorIs(t, s.Update(ctx, pending), keystore.ErrSettled)
+	won := gone.Clone()
+	won.State = keystore.Succeeded
+	won.Response = nil
+	require.NoError(t, s.Update(ctx, won))
+	got, err := s.Get(ctx, "gone")
+	require.NoError(t, err)
+	assert.Equal(t, keystore.Succeeded, got.State)
+	back := got.Clone()
+	back.State = keystore.Failed
+	assert.ErrorIs(t, s.Update(ctx, back), keystore.ErrSettled, "once Succeeded, never back")
 }
