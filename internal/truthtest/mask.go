@@ -53,7 +53,7 @@ func (m Mask) Apply(sc Scenario) Scenario {
 	for i, p := range polls {
 		switch {
 		case m["unknownwords"] && p.Kind == PollDoc && wordTruth(sc.Dialect, p.Word) == 0:
-			polls[i].Word = "processing"
+			polls[i].Word = pendingWord(sc.Dialect)
 		case m["poll4xx"] && p.Kind == PollStatus && p.Status >= 400 && p.Status < 500 && p.Status != 404 && p.Status != 410:
 			polls[i].Kind = PollStill
 		case m["gone"] && p.Kind == PollStatus && (p.Status == 404 || p.Status == 410):

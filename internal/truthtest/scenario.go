@@ -185,15 +185,24 @@ func Generate(s Source) Scenario {
 	for n := s.Intn(maxPolls + 1); n > 0; n-- {
 		sc.Polls = append(sc.Polls, drawPoll(s))
 	}
-	intents := 0
-	sc.Steps = append(sc.Steps, Step{Kind: StepNew})
-	intents++
-	for n := s.Intn(maxSteps); n > 0; n-- {
-		st := drawStep(s, intents, sc.Bolt)
-		if st.Kind == StepNew {
-			intents++
+	if sc.Retention > 0 {
+		// Slow answers carry retries past a short retention.
+		for i := range sc.Moves {
+			if sc.Moves[i].Kind != Honest && sc.Moves[i].Kind != Gateway && chance(s, 1, 2) {
+				sc.Moves[i].Fault = FaultDelay
+			}
 		}
-		sc.Steps = append(sc.Steps, st)
+	}
+	intents := 1
+	sc.Steps = append(sc.Steps, Step{Kind: StepNew})
+	for n := s.Intn(maxSteps); n > 0 && len(sc.Steps) < 2*maxSteps; n-- {
+		steps := drawSteps(s, intents, sc)
+		for _, st := range steps {
+			if st.Kind == StepNew {
+				intents++
+			}
+		}
+		sc.Steps = append(sc.Steps, steps...)
 	}
 	return sc
 }
@@ -237,24 +246,56 @@ func drawPoll(s Source) Poll {
 	return p
 }
 
-func drawStep(s Source, intents int, bolt bool) Step {
-	kinds := []StepKind{StepNew, StepNew, StepRerun, StepRerun, StepRerun, StepRefresh, StepSettle, StepReconcile, StepWait}
-	if bolt {
-		kinds = append(kinds, StepRestart, StepRestart, StepPurge)
+// drawSteps draws what the program does next: one step, or a short
+// sequence that makes a case (a refresh, then a re-run with the new
+// credentials; an intent left to expire, purged, and run again).
+func drawSteps(s Source, intents int, sc Scenario) []Step {
+	i := s.Intn(intents)
+	choices := []int{0, 0, 1, 1, 1, 2, 3, 4, 5, 6}
+	if sc.Bolt {
+		choices = append(choices, 7, 7, 8)
 	}
-	st := Step{Kind: pick(s, kinds...), I: s.Intn(intents)}
-	if st.Kind == StepWait {
-		st.Wait = time.Duration(1+s.Intn(60)) * time.Millisecond
+	if sc.Retention > 0 {
+		choices = append(choices, 9, 10)
+		if sc.Bolt {
+			choices = append(choices, 11, 11)
+		}
 	}
-	return st
+	past := sc.Retention + 5*time.Millisecond
+	switch pick(s, choices...) {
+	case 0:
+		return []Step{{Kind: StepNew}}
+	case 1:
+		return []Step{{Kind: StepRerun, I: i}}
+	case 2:
+		return []Step{{Kind: StepRefresh}, {Kind: StepRerun, I: i}}
+	case 3:
+		return []Step{{Kind: StepSettle, I: i}}
+	case 4:
+		return []Step{{Kind: StepReconcile, I: i}}
+	case 5:
+		return []Step{{Kind: StepWait, Wait: time.Duration(1+s.Intn(60)) * time.Millisecond}}
+	case 6:
+		return []Step{{Kind: StepRefresh}}
+	case 7:
+		return []Step{{Kind: StepRestart}, {Kind: StepRerun, I: i}}
+	case 8:
+		return []Step{{Kind: StepPurge}, {Kind: StepRerun, I: i}}
+	case 9:
+		return []Step{{Kind: StepWait, Wait: past}, {Kind: StepRerun, I: i}}
+	case 10:
+		// Just inside the retention.
+		return []Step{{Kind: StepWait, Wait: sc.Retention * 3 / 4}, {Kind: StepRerun, I: i}}
+	}
+	return []Step{{Kind: StepWait, Wait: past}, {Kind: StepRerun, I: i}, {Kind: StepPurge}, {Kind: StepRerun, I: i}}
 }
 
 // String gives the scenario in a form to read, and to paste into a
 // regression test.
 func (sc Scenario) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Scenario{Dialect: %q, Bolt: %v, Retention: %v, Grace: %v, MaxAttempts: %d, SecretQuery: %v, Principal: %v, Reconciler: %v,\n",
-		sc.Dialect, sc.Bolt, time.Duration(sc.Retention), sc.Grace, sc.MaxAttempts, sc.SecretQuery, sc.Principal, sc.Reconciler)
+	fmt.Fprintf(&b, "Scenario{Dialect: %q, Bolt: %v, Retention: %d, Grace: %d, MaxAttempts: %d, SecretQuery: %v, Principal: %v, Reconciler: %v,\n",
+		sc.Dialect, sc.Bolt, sc.Retention, sc.Grace, sc.MaxAttempts, sc.SecretQuery, sc.Principal, sc.Reconciler)
 	b.WriteString("  Moves: []Move{\n")
 	for _, m := range sc.Moves {
 		fmt.Fprintf(&b, "    {Kind: %s, Status: %d, Body: %d, Header: %d, RetryAfter: %d, Location: %d, Fault: %d, FaultStatus: %d, Truth: %v, Store: %v},\n",

@@ -282,7 +282,7 @@ func (s *Server) layer(sk string, st *keyState, m Move, intent string, r *http.R
 		s.ops[id] = &operation{truth: m.Truth}
 		a = s.answerOf(m, status, r)
 		a.header.Set("Content-Type", "application/json")
-		a.body = operationDoc(s.dialect, id, "pending")
+		a.body = operationDoc(s.dialect, id, pendingWord(s.dialect))
 		a.header.Set("Location", s.location(m.Location, "/ops/"+id, r))
 	case status >= 200 && status <= 299, status == 303:
 		effect = true
@@ -396,13 +396,13 @@ func (s *Server) poll(w http.ResponseWriter, id string) {
 		a.status = 202
 		a.header.Set("Content-Type", "application/json")
 		a.header.Set("Location", "/ops/"+id)
-		a.body = operationDoc(s.dialect, id, "processing")
+		a.body = operationDoc(s.dialect, id, pendingWord(s.dialect))
 	}
 	switch p.Kind {
 	case PollDoc:
 		word := p.Word
 		if t := wordTruth(s.dialect, word); (t > 0 && !op.truth) || (t < 0 && op.truth) {
-			word = "processing"
+			word = pendingWord(s.dialect)
 		}
 		a.header.Set("Content-Type", "application/json")
 		a.body = operationDoc(s.dialect, id, word)

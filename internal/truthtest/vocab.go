@@ -102,6 +102,14 @@ func operationDoc(dialect, id, word string) string {
 	return `{"id":"` + id + `","status":` + quote(word) + `}`
 }
 
+// pendingWord is the dialect's documented word for work still running.
+func pendingWord(dialect string) string {
+	if dialect == "adyen" {
+		return "Received"
+	}
+	return "processing"
+}
+
 // finalWord is the documented word a truthful final document uses.
 func finalWord(dialect string, effect bool) string {
 	switch {
