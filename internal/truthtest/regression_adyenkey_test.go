@@ -7,7 +7,7 @@ import "testing"
 func TestTruthRegression_AdyenAPIKeyStored(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "adyen", Bolt: true, MaxAttempts: 1,
-		Steps:   []Step{{Kind: StepNew}},
+		Steps: []Step{{Kind: StepNew}},
 	})
 }
 
@@ -15,7 +15,7 @@ func TestTruthRegression_AdyenAPIKeyStored(t *testing.T) {
 func TestTruthRegression_AdyenAPIKeyToOtherOrigin(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "adyen", MaxAttempts: 1,
-		Moves:   []Move{{Kind: Gateway, Status: 307, Body: 0, RetryAfter: -1, Location: LocOtherOrigin}},
-		Steps:   []Step{{Kind: StepNew}},
+		Moves: []Move{{Kind: Gateway, Status: 307, Body: 0, RetryAfter: -1, Location: LocOtherOrigin}},
+		Steps: []Step{{Kind: StepNew}},
 	})
 }

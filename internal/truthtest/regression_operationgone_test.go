@@ -13,9 +13,9 @@ func TestTruthRegression_OperationGone(t *testing.T) {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			expectTrue(t, Scenario{
 				Dialect: "draft", MaxAttempts: 1,
-				Moves:   []Move{accepted(true)},
-				Polls:   []Poll{{Kind: PollStatus, Status: status, Body: 1, RetryAfter: -1}},
-				Steps:   []Step{{Kind: StepNew}},
+				Moves: []Move{accepted(true)},
+				Polls: []Poll{{Kind: PollStatus, Status: status, Body: 1, RetryAfter: -1}},
+				Steps: []Step{{Kind: StepNew}},
 			})
 		})
 	}

@@ -8,7 +8,7 @@ import "testing"
 func TestTruthRegression_PurgeForgetsUnknownOutcome(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "draft", Bolt: true, MaxAttempts: 1, Retention: shortRetention,
-		Moves:   []Move{lostAfterEffect(FaultReset)},
+		Moves: []Move{lostAfterEffect(FaultReset)},
 		Steps: []Step{
 			{Kind: StepNew},
 			{Kind: StepWait, Wait: shortRetention + shortRetention/2},

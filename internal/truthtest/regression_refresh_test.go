@@ -8,7 +8,7 @@ import "testing"
 func TestTruthRegression_RefreshedTokenPaysTwice(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "draft", MaxAttempts: 1,
-		Moves:   []Move{lostAfterEffect(FaultReset)},
-		Steps:   []Step{{Kind: StepNew}, {Kind: StepRefresh}, {Kind: StepRerun, I: 0}},
+		Moves: []Move{lostAfterEffect(FaultReset)},
+		Steps: []Step{{Kind: StepNew}, {Kind: StepRefresh}, {Kind: StepRerun, I: 0}},
 	})
 }

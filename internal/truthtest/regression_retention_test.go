@@ -9,7 +9,7 @@ import "testing"
 func TestTruthRegression_RetryPastRetention(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "draft", MaxAttempts: 2, Retention: shortRetention,
-		Moves:   []Move{lostAfterEffect(FaultDelay)},
-		Steps:   []Step{{Kind: StepNew}},
+		Moves: []Move{lostAfterEffect(FaultDelay)},
+		Steps: []Step{{Kind: StepNew}},
 	})
 }

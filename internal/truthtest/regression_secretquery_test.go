@@ -8,7 +8,7 @@ import "testing"
 func TestTruthRegression_SecretQueryInTransportError(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "draft", Bolt: true, MaxAttempts: 1, SecretQuery: true,
-		Moves:   []Move{{Kind: LostBefore, Fault: FaultReset, RetryAfter: -1}},
-		Steps:   []Step{{Kind: StepNew}},
+		Moves: []Move{{Kind: LostBefore, Fault: FaultReset, RetryAfter: -1}},
+		Steps: []Step{{Kind: StepNew}},
 	})
 }

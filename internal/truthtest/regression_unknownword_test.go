@@ -16,9 +16,9 @@ func TestTruthRegression_UnknownStatusWord(t *testing.T) {
 			t.Run(d+"/"+w, func(t *testing.T) {
 				expectTrue(t, Scenario{
 					Dialect: d, MaxAttempts: 1,
-					Moves:   []Move{accepted(false)},
-					Polls:   []Poll{{Kind: PollDoc, Status: 200, Word: w, RetryAfter: -1}},
-					Steps:   []Step{{Kind: StepNew}},
+					Moves: []Move{accepted(false)},
+					Polls: []Poll{{Kind: PollDoc, Status: 200, Word: w, RetryAfter: -1}},
+					Steps: []Step{{Kind: StepNew}},
 				})
 			})
 		}
@@ -30,8 +30,8 @@ func TestTruthRegression_UnknownStatusWord(t *testing.T) {
 func TestTruthRegression_AdyenUnlistedResultCode(t *testing.T) {
 	expectTrue(t, Scenario{
 		Dialect: "adyen", MaxAttempts: 1,
-		Moves:   []Move{accepted(false)},
-		Polls:   []Poll{{Kind: PollDoc, Status: 200, Word: "processing", RetryAfter: -1}},
-		Steps:   []Step{{Kind: StepNew}},
+		Moves: []Move{accepted(false)},
+		Polls: []Poll{{Kind: PollDoc, Status: 200, Word: "processing", RetryAfter: -1}},
+		Steps: []Step{{Kind: StepNew}},
 	})
 }
