@@ -174,7 +174,17 @@ func (d *driver) open() error {
 	if d.sc.Retention > 0 {
 		opts = append(opts, idem.WithRetention(d.sc.Retention))
 	}
-	if d.sc.Bolt {
+	switch {
+	case d.sc.Stall > 0 && d.sc.Bolt:
+		store, err := keystore.OpenBolt(d.path, &keystore.BoltOptions{NoSync: true})
+		if err != nil {
+			d.noteErr("OpenBolt", err)
+			return err
+		}
+		opts = append(opts, idem.WithStore(stallStore{Store: store, stall: d.sc.Stall}), idem.WithWriteGrace(d.sc.Stall/2+time.Millisecond))
+	case d.sc.Stall > 0:
+		opts = append(opts, idem.WithStore(stallStore{Store: keystore.NewMemory(), stall: d.sc.Stall}), idem.WithWriteGrace(d.sc.Stall/2+time.Millisecond))
+	case d.sc.Bolt:
 		opts = append(opts, idem.WithBoltStore(d.path, &keystore.BoltOptions{NoSync: true}))
 	}
 	if d.sc.Principal {
@@ -314,7 +324,11 @@ func (d *driver) step(n int, st Step) {
 
 // call begins intent in (again) and sends it, as a program does.
 func (d *driver) call(ctx context.Context, in *intentRun) {
-	ctx, cancel := context.WithTimeout(ctx, callBound)
+	bound := callBound
+	if d.sc.Deadline > 0 {
+		bound = d.sc.Deadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	it, err := d.client.Begin(ctx, in.name, d.request(in))
 	if err != nil {

@@ -151,9 +151,13 @@ type Scenario struct {
 	SecretQuery bool
 	Principal   bool // WithPrincipal naming the account, so refreshed tokens are one principal
 	Reconciler  bool
-	Moves       []Move
-	Polls       []Poll
-	Steps       []Step
+	// Stall makes every keystore write wait this long first.
+	Stall time.Duration
+	// Deadline bounds each call (its context); 0 for a generous bound.
+	Deadline time.Duration
+	Moves    []Move
+	Polls    []Poll
+	Steps    []Step
 }
 
 // Limits of a generated scenario, small so that one runs in milliseconds.
@@ -178,6 +182,12 @@ func Generate(s Source) Scenario {
 	}
 	if chance(s, 1, 2) {
 		sc.Grace = time.Duration(s.Intn(10)) * time.Millisecond
+	}
+	if chance(s, 1, 10) {
+		sc.Stall = time.Duration(1+s.Intn(10)) * time.Millisecond
+	}
+	if chance(s, 1, 8) {
+		sc.Deadline = time.Duration(5+s.Intn(80)) * time.Millisecond
 	}
 	for n := s.Intn(maxMoves + 1); n > 0; n-- {
 		sc.Moves = append(sc.Moves, drawMove(s))
@@ -294,8 +304,8 @@ func drawSteps(s Source, intents int, sc Scenario) []Step {
 // regression test.
 func (sc Scenario) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Scenario{Dialect: %q, Bolt: %v, Retention: %d, Grace: %d, MaxAttempts: %d, SecretQuery: %v, Principal: %v, Reconciler: %v,\n",
-		sc.Dialect, sc.Bolt, sc.Retention, sc.Grace, sc.MaxAttempts, sc.SecretQuery, sc.Principal, sc.Reconciler)
+	fmt.Fprintf(&b, "Scenario{Dialect: %q, Bolt: %v, Retention: %d, Grace: %d, MaxAttempts: %d, SecretQuery: %v, Principal: %v, Reconciler: %v, Stall: %d, Deadline: %d,\n",
+		sc.Dialect, sc.Bolt, sc.Retention, sc.Grace, sc.MaxAttempts, sc.SecretQuery, sc.Principal, sc.Reconciler, sc.Stall, sc.Deadline)
 	b.WriteString("  Moves: []Move{\n")
 	for _, m := range sc.Moves {
 		fmt.Fprintf(&b, "    {Kind: %s, Status: %d, Body: %d, Header: %d, RetryAfter: %d, Location: %d, Fault: %d, FaultStatus: %d, Truth: %v, Store: %v},\n",

@@ -357,12 +357,14 @@ func (s *Server) location(k LocationKind, path string, r *http.Request) string {
 }
 
 // sanitize keeps an answer from lying in a way no client can defend
-// against: one that says this attempt was not executed when it took
-// effect, or that the key was refused when it took effect.
+// against: one that says this attempt was not executed (or that its key
+// belongs to another payload) when it took effect, or that the key was
+// refused when it took effect.
 func sanitize(a answer, attemptEffect, keyEffect bool) answer {
 	b := body{contentType: a.header.Get("Content-Type"), text: a.body}
-	if attemptEffect && provesNotExecutedNow(a.status, b) {
-		if a.status != 503 {
+	if attemptEffect && (provesNotExecutedNow(a.status, b) || provesKeyReused(b)) {
+		switch a.status {
+		case 408, 425, 429:
 			a.status = 500
 		}
 		a.body = bodies[2].text

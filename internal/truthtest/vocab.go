@@ -235,3 +235,17 @@ func provesNotExecutedNow(status int, b body) bool {
 func provesKeyRefused(status int, b body) bool {
 	return status == 400 && (strings.Contains(b.text, "invalid-key") || strings.Contains(b.text, "missing-key"))
 }
+
+// provesKeyReused reports whether an answer's body says the key belongs
+// to another payload (the draft's /key-reused, Stripe's idempotency_error,
+// PayPal's and Square's codes): a claim that this payload was not
+// executed under it, which the server never makes of an attempt it
+// executed.
+func provesKeyReused(b body) bool {
+	for _, s := range []string{"key-reused", "idempotency_error", "DUPLICATE_REQUEST_ID", "PAYPAL_REQUEST_ID_PREVIOUSLY_USED", "IDEMPOTENCY_KEY_REUSED"} {
+		if strings.Contains(b.text, s) {
+			return true
+		}
+	}
+	return false
+}
