@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // fixedSeed starts the scenarios every run plays the same.
@@ -34,13 +35,20 @@ func TestTruth(t *testing.T) {
 	mask := MaskFromEnv()
 	var failures []string
 	classes := map[string]int{}
+	var slowest time.Duration
+	var slowestSeed uint64
+	defer func() { t.Logf("slowest scenario: seed %d, %s", slowestSeed, slowest) }()
 	for i := range fixed + random {
 		seed := uint64(fixedSeed + i)
 		if i >= fixed {
 			seed = randomSeed + uint64(i)
 		}
 		sc := mask.Apply(Generate(NewRandSource(seed)))
+		start := time.Now()
 		res := Run(sc, t.TempDir())
+		if took := time.Since(start); took > slowest {
+			slowest, slowestSeed = took, seed
+		}
 		if !res.Failed() {
 			continue
 		}
