@@ -27,7 +27,7 @@ const maxRedirects = 10
 //     across domains, and knows nothing of the headers marked secret (nor
 //     of a dialect's credential headers, which are among them). Nor does
 //     it carry the intent's secret query parameters, should the server
-//     have echoed them into the Location.
+//     have echoed them into the Location, nor a Referer that names them.
 func intentRedirects(secret, secretParams map[string]bool, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		first := via[0]
@@ -41,6 +41,11 @@ func intentRedirects(secret, secretParams map[string]bool, next func(*http.Reque
 				}
 			}
 			dropEchoedSecretParams(req.URL, first.URL, secretParams)
+			// net/http has set Referer to the redirected URL, query and
+			// all: the intent's secret query parameters would go with it.
+			if ref, err := url.Parse(req.Header.Get("Referer")); err == nil && len(urlSecretValues(ref, secretParams)) > 0 {
+				req.Header.Del("Referer")
+			}
 		}
 		if next != nil {
 			return next(req, via)

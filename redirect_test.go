@@ -143,3 +143,33 @@ func TestDoRedirectToAnotherHostDropsSecrets(t *testing.T) {
 	assert.Empty(t, reqs[0].header.Get("Cookie"))
 	assert.Equal(t, in.Key, reqs[0].header.Get("Idempotency-Key"))
 }
+
+// net/http sets Referer on a redirect to the redirected request's URL, query
+// and all: a secret query parameter must not reach another origin that way.
+func TestDoRedirectToAnotherHostSendsNoRefererWithASecret(t *testing.T) {
+	t.Parallel()
+	var elsewhere seen
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.record(r)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(other.Close)
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, otherURL+"/v1/payments", code)
+		}))
+		t.Cleanup(srv.Close)
+		c := newTestClient(t)
+		req := paymentRequest(t, srv.URL, 1000, "referer")
+		req.URL.RawQuery = "api_key=sekrit-query-key"
+		in := begin(t, c, "", req)
+		_, err := c.Do(context.Background(), in)
+		require.NoError(t, err)
+	}
+	reqs := elsewhere.all()
+	require.Len(t, reqs, 2)
+	for _, r := range reqs {
+		assert.NotContains(t, r.header.Get("Referer"), "sekrit-query-key", "the secret went to another origin in Referer")
+	}
+}
