@@ -79,7 +79,7 @@ import (
 // another live worker holds is not sent, and the error matches
 // ErrIntentBusy.
 func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
-	if c.tel != nil {
+	if c != nil && c.tel != nil {
 		return c.tel.do(ctx, c, in) // spans and metrics around do (telemetry.go)
 	}
 	return c.do(ctx, in)

@@ -55,6 +55,10 @@ var (
 	ErrInvalidRequest = errors.New("idem: invalid request")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("idem: client closed")
+	// ErrClientNotOpen: the Client was not built by New (a zero value or
+	// a nil pointer): it has no keystore, so nothing is begun or sent.
+	// Build it with idem.New.
+	ErrClientNotOpen = errors.New("idem: client not built by idem.New (a zero value has no keystore); use idem.New")
 	// ErrIntentBusy: the keystore is shared (it implements
 	// keystore.Claimer) and another live worker holds the intent's claim,
 	// so Do sent nothing. The intent stays as it was; try it again once

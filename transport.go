@@ -28,6 +28,9 @@ import (
 // key (anything but POST and PATCH) is retried only when it is idempotent
 // or the answer says it was not executed.
 func (c *Client) Transport() http.RoundTripper {
+	if c.checkOpen() == ErrClientNotOpen {
+		return &transport{c: c} // every RoundTrip says so
+	}
 	inner := shieldedClient(c.cfg.httpClient) // its transport: WithBaseTransport, or WithHTTPClient's
 	inner.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	inner.Jar = nil
