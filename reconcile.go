@@ -139,6 +139,9 @@ func (c *Client) runReconciler(ctx context.Context, rec *keystore.Record) (settl
 	}
 	var answer *keystore.Response
 	if v.Response != nil {
+		if v.Response.Body == nil {
+			v.Response.Body = http.NoBody // a document with no body: an empty one, as net/http reads it
+		}
 		stored, truncated, cerr := capture(v.Response)
 		v.Response.Body.Close()
 		if cerr != nil || truncated {
