@@ -53,6 +53,15 @@ var (
 	// be made an intent: nil, no URL, an unsupported scheme, a body over
 	// MaxBodySize, or an Idempotency-Key of its own.
 	ErrInvalidRequest = errors.New("idem: invalid request")
+	// ErrBodyConsumed: the request given to Begin (or Transport) has a
+	// body that was already read (by a logger, a signer, an earlier
+	// send): it yields fewer bytes than it declares, or none at all
+	// without GetBody to read it again. Storing what is left would make
+	// another payment under the intent's key. Give the request a GetBody
+	// (http.NewRequest does, for a bytes, strings or bytes.Buffer reader)
+	// or a fresh body; an empty body is http.NoBody or nil. It matches
+	// ErrInvalidRequest too.
+	ErrBodyConsumed = fmt.Errorf("%w: the request body was already read", ErrInvalidRequest)
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("idem: client closed")
 	// ErrClientNotOpen: the Client was not built by New (a zero value or

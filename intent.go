@@ -531,12 +531,13 @@ func requestBody(req *http.Request) ([]byte, error) {
 	}
 	defer rc.Close()
 	body, err := readBounded(rc, req.ContentLength)
-	if err == nil && req.ContentLength > 0 && int64(len(body)) != req.ContentLength {
-		// A body already read (by a logger, a signer) yields less than it
-		// declares: sending what is left would be another payment.
-		return nil, fmt.Errorf("%w: the body yields %d bytes of the %d it declares (was it already read? give the request a GetBody)", ErrInvalidRequest, len(body), req.ContentLength)
+	if err != nil {
+		return nil, err
 	}
-	return body, err
+	if err := checkBodyUnread(req, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // readBounded reads a request body of at most MaxBodySize bytes; sizeHint

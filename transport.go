@@ -60,6 +60,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkBodyUnread(req, b); err != nil {
+			return nil, err
+		}
 		body = b
 	}
 	ctx := req.Context()
