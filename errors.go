@@ -62,6 +62,13 @@ var (
 	// or a fresh body; an empty body is http.NoBody or nil. It matches
 	// ErrInvalidRequest too.
 	ErrBodyConsumed = fmt.Errorf("%w: the request body was already read", ErrInvalidRequest)
+	// ErrStoreTimeout: the keystore did not answer within its bound (the
+	// store timeout, WithStoreTimeout, or the write grace after the
+	// call's deadline, WithWriteGrace): a stalled connection, a disk that
+	// blocks. The intent stays as the keystore last recorded it (Pending,
+	// resumable with its key; a write cut short may still complete):
+	// Resume it once the keystore answers.
+	ErrStoreTimeout = errors.New("idem: the keystore did not answer in time")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("idem: client closed")
 	// ErrClientNotOpen: the Client was not built by New (a zero value or

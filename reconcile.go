@@ -110,7 +110,8 @@ func (c *Client) Reconcile(ctx context.Context, in *Intent) (*http.Response, err
 		return nil, &GiveUpError{Reason: err, Key: in.Key}
 	}
 	defer c.locks.unlock(in.Key, kl)
-	rec, err := c.store.Get(ctx, in.Key)
+	ctx = c.withStoreBudget(ctx)
+	rec, err := c.getStored(ctx, in.Key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
 	}
@@ -186,7 +187,8 @@ func (c *Client) Settle(ctx context.Context, key string, s Settlement) (*Intent,
 		return nil, err
 	}
 	defer c.locks.unlock(key, kl)
-	rec, err := c.store.Get(ctx, key)
+	ctx = c.withStoreBudget(ctx)
+	rec, err := c.getStored(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(key), err)
 	}
