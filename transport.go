@@ -19,7 +19,11 @@ import (
 // left to the http.Client that uses the transport.
 //
 // A final answer (a success, a refusal) is returned as a plain transport
-// would. When the transport gives up (attempts, budget, a wait beyond the
+// would. A 409 to the first attempt of a request the transport keyed
+// itself is final too: no earlier request carries that key, so it is not
+// the key's request in progress but the server's answer (a business
+// conflict). A 409 to a request keyed by the caller, or to a later
+// attempt, may be the key's request still running and is retried. When the transport gives up (attempts, budget, a wait beyond the
 // deadline), the error is a *GiveUpError whose Response holds the last
 // answer, body in memory, if there was one. A request that may have taken
 // effect and cannot be retried safely (unkeyed, not idempotent) fails with
@@ -107,7 +111,7 @@ func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) 
 	if err != nil {
 		return nil, err
 	}
-	cl.body, cl.keyed, cl.logID = b, true, key
+	cl.body, cl.keyed, cl.logID, cl.freshKey = b, true, key, true
 	if d.KeyHeader != "" {
 		cl.key = key
 	}
