@@ -63,11 +63,7 @@ func (c *Client) settleCreateDoubt(ctx context.Context, rec *keystore.Record, cr
 // one write grace at most, and no longer than the call's keystore budget
 // allows (storewait.go).
 func (c *Client) lookupWithin(ctx context.Context, key string) (*keystore.Record, error) {
-	var rec *keystore.Record
-	err := c.waitStore(ctx, "keystore lookup", c.cfg.writeGrace, func(lctx context.Context) error {
-		var err error
-		rec, err = c.store.Get(lctx, key)
-		return err
+	return waitStore(c, ctx, "keystore lookup", c.cfg.writeGrace, func(lctx context.Context) (*keystore.Record, error) {
+		return c.store.Get(lctx, key)
 	})
-	return rec, err
 }

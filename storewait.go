@@ -124,12 +124,13 @@ func storeTimeoutError(what string, bound time.Duration) error {
 // waitStore runs fn, a keystore call, within the call's budget (see
 // storeBudget), under ctx's values without its cancellation: what it
 // stores or settles must be done even once the call's context has ended.
-// A call that does not return in time is left to finish on its own, and
+// A call that does not return in time is left to finish on its own (its
+// result is dropped: fn must not write anything the caller reads), and
 // the error matches ErrStoreTimeout.
 //
 // upTo, when positive, caps the wait further (a lookup that settles a
 // doubt takes at most one grace).
-func (c *Client) waitStore(ctx context.Context, what string, upTo time.Duration, fn func(context.Context) error) error {
+func waitStore[T any](c *Client, ctx context.Context, what string, upTo time.Duration, fn func(context.Context) (T, error)) (T, error) {
 	b := budgetOf(ctx)
 	start := time.Now()
 	limit := b.limit(start, c.cfg.storeTimeout, c.cfg.writeGrace)
@@ -138,10 +139,13 @@ func (c *Client) waitStore(ctx context.Context, what string, upTo time.Duration,
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fn(wctx) }()
-	if err, ok := receiveNow(done); ok {
-		return err // the common case: no timer
+	done := make(chan storeResult[T], 1)
+	go func() {
+		v, err := fn(wctx)
+		done <- storeResult[T]{v, err}
+	}()
+	if r, ok := receiveNow(done); ok {
+		return r.v, r.err // the common case: no timer
 	}
 	timer := time.NewTimer(time.Until(limit))
 	defer timer.Stop()
@@ -151,8 +155,8 @@ func (c *Client) waitStore(ctx context.Context, what string, upTo time.Duration,
 	}
 	for {
 		select {
-		case err := <-done:
-			return err
+		case r := <-done:
+			return r.v, r.err
 		case <-callerDone:
 			// The call ended while the keystore worked: what is left of
 			// this wait is the call's one grace.
@@ -162,22 +166,30 @@ func (c *Client) waitStore(ctx context.Context, what string, upTo time.Duration,
 				timer.Reset(time.Until(limit))
 			}
 		case <-timer.C:
-			if err, ok := receiveNow(done); ok {
-				return err // finished just as the bound ran out
+			if r, ok := receiveNow(done); ok {
+				return r.v, r.err // finished just as the bound ran out
 			}
 			b.ended(time.Now(), c.cfg.writeGrace)
-			return storeTimeoutError(what, limit.Sub(start))
+			var zero T
+			return zero, storeTimeoutError(what, limit.Sub(start))
 		}
 	}
 }
 
+// storeResult is what a keystore call waited on by waitStore returned.
+type storeResult[T any] struct {
+	v   T
+	err error
+}
+
 // receiveNow takes a value from ch if one is there.
-func receiveNow(ch chan error) (error, bool) {
+func receiveNow[T any](ch chan T) (T, bool) {
 	select {
-	case err := <-ch:
-		return err, true
+	case v := <-ch:
+		return v, true
 	default:
-		return nil, false
+		var zero T
+		return zero, false
 	}
 }
 

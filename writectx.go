@@ -41,7 +41,9 @@ func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.R
 		}
 		return nil
 	}
-	err := c.waitStore(ctx, "keystore write", 0, func(wctx context.Context) error { return fn(wctx, rec) })
+	_, err := waitStore(c, ctx, "keystore write", 0, func(wctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(wctx, rec)
+	})
 	if err != nil {
 		return &storeWriteError{err: err}
 	}
