@@ -59,9 +59,11 @@ func (c *Client) settleCreateDoubt(ctx context.Context, rec *keystore.Record, cr
 }
 
 // lookupWithin reads key with a bounded wait, even when ctx has ended:
-// the answer settles a doubt the caller must not be left with.
+// the answer settles a doubt the caller must not be left with. It waits
+// one write grace at most, and no longer than the call's keystore budget
+// allows (storewait.go).
 func (c *Client) lookupWithin(ctx context.Context, key string) (*keystore.Record, error) {
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.writeGrace)
-	defer cancel()
-	return c.store.Get(lctx, key)
+	return waitStore(c, ctx, "keystore lookup", c.cfg.writeGrace, func(lctx context.Context) (*keystore.Record, error) {
+		return c.store.Get(lctx, key)
+	})
 }

@@ -104,6 +104,9 @@ func New(opts ...Option) (*Client, error) {
 // client, its idle connections. Calls in flight may fail with ErrClosed or
 // the store's error; later calls fail with ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
+	if c == nil || c.store == nil {
+		return nil // a Client New did not build holds nothing
+	}
 	if c.closed.Swap(true) {
 		return nil
 	}
@@ -141,7 +144,12 @@ func (c *Client) releaseUnsentClaims() {
 	}
 }
 
+// checkOpen refuses a Client that New did not build (a zero value, a nil
+// pointer) or that was closed.
 func (c *Client) checkOpen() error {
+	if c == nil || c.store == nil {
+		return ErrClientNotOpen
+	}
 	if c.closed.Load() {
 		return ErrClosed
 	}

@@ -80,6 +80,12 @@ import (
 // name another principal than the intent's (ErrCredentialsMissing,
 // ErrCredentialsMismatch).
 //
+// Every keystore wait is bounded, with or without a deadline on ctx: each
+// by the store timeout (WithStoreTimeout), and all those after ctx ended
+// together by one write grace (WithWriteGrace). A keystore that does not
+// answer in time ends Do with an error matching ErrStoreTimeout; the
+// intent stays as the keystore last recorded it, resumable with its key.
+//
 // Concurrent Do calls on one intent send once: the later call waits and
 // replays what the first stored (or sends, if the first left it Pending).
 // Across processes sharing a keystore that implements keystore.Claimer
@@ -88,7 +94,7 @@ import (
 // another live worker holds is not sent, and the error matches
 // ErrIntentBusy.
 func (c *Client) Do(ctx context.Context, in *Intent) (*http.Response, error) {
-	if c.tel != nil {
+	if c != nil && c.tel != nil {
 		return c.tel.do(ctx, c, in) // spans and metrics around do (telemetry.go)
 	}
 	return c.do(ctx, in)
@@ -108,11 +114,22 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 		return nil, &GiveUpError{Reason: err, Key: key}
 	}
 	defer c.locks.unlock(key, kl)
-	loaded, shared, err := c.load(ctx, in.Key)
+	ctx = c.withStoreBudget(ctx) // every keystore wait below is bounded (storewait.go)
+	var loaded *keystore.Record
+	var shared bool
+	err = c.readStore(ctx, "loading the intent", func(rctx context.Context) (err error) {
+		loaded, shared, err = c.load(rctx, key)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
 	}
-	rec, release, err := c.claimForSend(ctx, loaded)
+	var rec *keystore.Record
+	var release func()
+	err = c.readStore(ctx, "claiming the intent", func(rctx context.Context) (err error) {
+		rec, release, err = c.claimForSend(rctx, loaded)
+		return err
+	})
 	if err != nil {
 		in.refresh(rec)
 		return nil, err

@@ -65,8 +65,28 @@ var (
 	// be made an intent: nil, no URL, an unsupported scheme, a body over
 	// MaxBodySize, or an Idempotency-Key of its own.
 	ErrInvalidRequest = errors.New("idem: invalid request")
+	// ErrBodyConsumed: the request given to Begin (or Transport) has a
+	// body that was already read (by a logger, a signer, an earlier
+	// send): it yields fewer bytes than it declares, or none at all
+	// without GetBody to read it again. Storing what is left would make
+	// another payment under the intent's key. Give the request a GetBody
+	// (http.NewRequest does, for a bytes, strings or bytes.Buffer reader)
+	// or a fresh body; an empty body is http.NoBody or nil. It matches
+	// ErrInvalidRequest too.
+	ErrBodyConsumed = fmt.Errorf("%w: the request body was already read", ErrInvalidRequest)
+	// ErrStoreTimeout: the keystore did not answer within its bound (the
+	// store timeout, WithStoreTimeout, or the write grace after the
+	// call's deadline, WithWriteGrace): a stalled connection, a disk that
+	// blocks. The intent stays as the keystore last recorded it (Pending,
+	// resumable with its key; a write cut short may still complete):
+	// Resume it once the keystore answers.
+	ErrStoreTimeout = errors.New("idem: the keystore did not answer in time")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("idem: client closed")
+	// ErrClientNotOpen: the Client was not built by New (a zero value or
+	// a nil pointer): it has no keystore, so nothing is begun or sent.
+	// Build it with idem.New.
+	ErrClientNotOpen = errors.New("idem: client not built by idem.New (a zero value has no keystore); use idem.New")
 	// ErrIntentBusy: the keystore is shared (it implements
 	// keystore.Claimer) and another live worker holds the intent's claim,
 	// so Do sent nothing. The intent stays as it was; try it again once

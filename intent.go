@@ -211,7 +211,12 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	}
 	// rec is only read from here on, so a store that can keep it instead
 	// of a copy may (keystore.Adopter).
-	existing, created, err := c.createRecordClaimed(ctx, rec)
+	var existing *keystore.Record
+	var created bool
+	err = c.readStore(ctx, "storing the intent", func(wctx context.Context) (err error) {
+		existing, created, err = c.createRecordClaimed(wctx, rec)
+		return err
+	})
 	switch {
 	case err != nil && bopts.key != "" && errors.Is(err, keystore.ErrDuplicateKey):
 		// A key of the caller's: it may name this very intent.
@@ -377,7 +382,11 @@ func (c *Client) Pending(ctx context.Context) ([]*Intent, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	recs, err := c.store.List(ctx, keystore.Filter{States: []State{Pending, Accepted}})
+	var recs []*keystore.Record
+	err := c.readStore(ctx, "listing the intents", func(rctx context.Context) (err error) {
+		recs, err = c.store.List(rctx, keystore.Filter{States: []State{Pending, Accepted}})
+		return err
+	})
 	var damaged *keystore.CorruptRecordsError
 	if err != nil && !errors.As(err, &damaged) {
 		return nil, fmt.Errorf("idem: listing pending intents: %w", err)
@@ -400,7 +409,7 @@ func (c *Client) Resume(ctx context.Context, key string) (*Intent, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	rec, err := c.store.Get(ctx, key)
+	rec, err := c.getStored(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(key), err)
 	}
@@ -541,12 +550,13 @@ func requestBody(req *http.Request) ([]byte, error) {
 	}
 	defer rc.Close()
 	body, err := readBounded(rc, req.ContentLength)
-	if err == nil && req.ContentLength > 0 && int64(len(body)) != req.ContentLength {
-		// A body already read (by a logger, a signer) yields less than it
-		// declares: sending what is left would be another payment.
-		return nil, fmt.Errorf("%w: the body yields %d bytes of the %d it declares (was it already read? give the request a GetBody)", ErrInvalidRequest, len(body), req.ContentLength)
+	if err != nil {
+		return nil, err
 	}
-	return body, err
+	if err := checkBodyUnread(req, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // readBounded reads a request body of at most MaxBodySize bytes; sizeHint

@@ -69,6 +69,7 @@ type config struct {
 	retentionSet  bool
 	reconciler    Reconciler
 	writeGrace    time.Duration
+	storeTimeout  time.Duration
 	principal     Principal
 	principalKey  []byte
 	// principalKeyGiven: WithPrincipalKey set principalKey; otherwise a
@@ -100,6 +101,7 @@ func defaultConfig() config {
 		claims:       defaultClaimConfig(),
 		dialect:      dialect.Draft(),
 		writeGrace:   DefaultWriteGrace,
+		storeTimeout: DefaultStoreTimeout,
 		principalKey: defaultPrincipalKey,
 		secretParams: setOf(defaultSecretParams),
 	}
@@ -365,7 +367,8 @@ func WithDialect(d dialect.Dialect) Option {
 }
 
 // WithWriteGrace bounds the keystore writes Do makes after its context has
-// ended (see DefaultWriteGrace). Default DefaultWriteGrace.
+// ended, one grace for all of them (see DefaultWriteGrace). Default
+// DefaultWriteGrace.
 func WithWriteGrace(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -113,7 +113,8 @@ func (c *Client) Reconcile(ctx context.Context, in *Intent) (*http.Response, err
 		return nil, &GiveUpError{Reason: err, Key: in.Key}
 	}
 	defer c.locks.unlock(in.Key, kl)
-	rec, err := c.store.Get(ctx, in.Key)
+	ctx = c.withStoreBudget(ctx)
+	rec, err := c.getStored(ctx, in.Key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
 	}
@@ -150,6 +151,9 @@ func (c *Client) runReconciler(ctx context.Context, rec *keystore.Record) (settl
 	}
 	var answer *keystore.Response
 	if v.Response != nil {
+		if v.Response.Body == nil {
+			v.Response.Body = http.NoBody // a document with no body: an empty one, as net/http reads it
+		}
 		stored, truncated, cerr := capture(v.Response)
 		v.Response.Body.Close()
 		if cerr != nil || truncated {
@@ -206,7 +210,8 @@ func (c *Client) Settle(ctx context.Context, key string, s Settlement) (*Intent,
 		return nil, err
 	}
 	defer c.locks.unlock(key, kl)
-	rec, err := c.store.Get(ctx, key)
+	ctx = c.withStoreBudget(ctx)
+	rec, err := c.getStored(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(key), err)
 	}

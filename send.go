@@ -32,6 +32,11 @@ type call struct {
 	// keyed says whether the request carries a key (set here or by the
 	// caller): it decides whether an ambiguous failure may be retried.
 	keyed bool
+	// freshKey says the key was minted for this call and never sent
+	// before it: an in-progress answer (409) to its first attempt cannot
+	// be about the key, since no earlier request carries it (see
+	// inProgressOfAnother).
+	freshKey bool
 	// logID is the key that names the call in logs; only its hash is
 	// ever logged, and only computed when debug logging is on.
 	logID string
@@ -179,6 +184,9 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	if o == outcomeKeyReused && (p.cl.doubt || res.unknown) {
 		o = outcomeRetryUnsure
 	}
+	if o == outcomeRetryUnsure && p.inProgressOfAnother(method, resp) {
+		o = outcomeRefused
+	}
 	res.outcome = o
 	if mayHaveTakenEffect(method, o) {
 		res.unknown = true
@@ -228,6 +236,19 @@ func (p *attemptPolicy) check(ctx context.Context, resp *http.Response, err erro
 	}
 	p.wait = wait
 	return true, nil
+}
+
+// inProgressOfAnother reports whether resp, answering this call's first
+// attempt, says "in progress" (409, draft-07 §2.7) for a key minted for
+// this call: no earlier request carries that key, so the answer cannot be
+// its request still running. It is the server's own answer to this
+// request (a business conflict), final, and retrying it would only repeat
+// it.
+func (p *attemptPolicy) inProgressOfAnother(method string, resp *http.Response) bool {
+	if !p.cl.freshKey || p.res.attempts != 1 || resp == nil || resp.StatusCode < 400 {
+		return false
+	}
+	return p.c.cfg.dialect.Classify(answerOf(method, resp)) == dialect.InProgress
 }
 
 // retriedBodyLimit bounds how much of a retried answer's body is read

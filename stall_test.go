@@ -3,6 +3,8 @@ package idem
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +85,76 @@ func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 				assert.True(t, IsReplay(resp), "the resume gets the server's replay")
 			}
 			assert.Equal(t, 1, srv.PaymentCount())
+		})
+	}
+}
+
+// A bbolt keystore whose disk stalls (its writes block, whatever their
+// context, as a write waiting on fdatasync does) while the payment is on
+// the wire: Do returns within one write grace after its deadline, or
+// after its context was canceled, with an error matching
+// ErrStoreTimeout. Once the disk answers, the intent's resume pays
+// nothing more.
+func TestDoOnAStalledBoltKeystoreTakesOneGrace(t *testing.T) {
+	t.Parallel()
+	const grace = 2 * time.Second
+	for _, canceled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deadline", true: "canceled"}[canceled], func(t *testing.T) {
+			t.Parallel()
+			bolt, err := keystore.OpenBolt(filepath.Join(t.TempDir(), "intents.db"), nil)
+			require.NoError(t, err)
+			store := &stallingStore{Store: bolt, ignoreCtx: true, release: make(chan struct{})}
+			released := false
+			t.Cleanup(func() {
+				if !released {
+					close(store.release)
+				}
+			})
+			var ctx context.Context
+			var cancel context.CancelFunc
+			if canceled {
+				ctx, cancel = context.WithCancel(context.Background())
+			} else {
+				ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+			}
+			defer cancel()
+			origin := idemtest.NewServer(t)
+			f := newFront(t, origin.URL, func(n int, w http.ResponseWriter, r *http.Request, forward http.Handler) bool {
+				if n == 1 {
+					store.armed.Store(true) // the payment is on the wire; the disk stalls
+					if canceled {
+						forward.ServeHTTP(httptest.NewRecorder(), r) // paid, and the answer lost with the call
+						cancel()
+						return true
+					}
+				}
+				return false
+			})
+			c := newTestClient(t, WithStore(store), WithWriteGrace(grace))
+			in := begin(t, c, "order-disk/payment", paymentRequest(t, f.URL, 100, "disk"))
+
+			start := time.Now()
+			_, err = c.Do(ctx, in)
+			took := time.Since(start)
+			require.ErrorIs(t, err, ErrStoreTimeout)
+			assert.Equal(t, Pending, in.State, "the intent as the keystore last recorded it")
+			limit := 2 * grace
+			if !canceled {
+				limit += 500 * time.Millisecond
+			}
+			assert.Less(t, took, limit, "one write grace, not one per keystore wait")
+			t.Logf("Do returned %s after it started (grace %s)", took.Round(time.Millisecond), grace)
+
+			store.armed.Store(false)
+			close(store.release) // the disk answers
+			released = true
+			got, err := c.Resume(context.Background(), in.Key)
+			require.NoError(t, err)
+			if got.State == Pending {
+				_, err = c.Do(context.Background(), got)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 1, origin.PaymentCount())
 		})
 	}
 }

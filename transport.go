@@ -19,7 +19,11 @@ import (
 // left to the http.Client that uses the transport.
 //
 // A final answer (a success, a refusal) is returned as a plain transport
-// would. When the transport gives up (attempts, budget, a wait beyond the
+// would. A 409 to the first attempt of a request the transport keyed
+// itself is final too: no earlier request carries that key, so it is not
+// the key's request in progress but the server's answer (a business
+// conflict). A 409 to a request keyed by the caller, or to a later
+// attempt, may be the key's request still running and is retried. When the transport gives up (attempts, budget, a wait beyond the
 // deadline), the error is a *GiveUpError whose Response holds the last
 // answer, body in memory, if there was one. A request that may have taken
 // effect and cannot be retried safely (unkeyed, not idempotent) fails with
@@ -28,6 +32,9 @@ import (
 // key (anything but POST and PATCH) is retried only when it is idempotent
 // or the answer says it was not executed.
 func (c *Client) Transport() http.RoundTripper {
+	if c.checkOpen() == ErrClientNotOpen {
+		return &transport{c: c} // every RoundTrip says so
+	}
 	inner := shieldedClient(c.cfg.httpClient) // its transport: WithBaseTransport, or WithHTTPClient's
 	inner.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	inner.Jar = nil
@@ -55,6 +62,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody {
 		b, err := readBounded(req.Body, req.ContentLength)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkBodyUnread(req, b); err != nil {
 			return nil, err
 		}
 		body = b
@@ -101,7 +111,7 @@ func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) 
 	if err != nil {
 		return nil, err
 	}
-	cl.body, cl.keyed, cl.logID = b, true, key
+	cl.body, cl.keyed, cl.logID, cl.freshKey = b, true, key, true
 	if d.KeyHeader != "" {
 		cl.key = key
 	}

@@ -2,26 +2,30 @@ package idem
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/idemkit/idem/keystore"
 )
 
-// DefaultWriteGrace bounds a keystore write that records what a call
+// DefaultWriteGrace bounds the keystore writes that record what a call
 // learnt (an answer, the attempts, a verdict) once the call's context has
-// ended: the write is still made, since losing it would send the intent
-// again, but Do returns at most this long after its deadline whatever the
-// keystore does (a stalled connection, a disk that blocks). A write cut
-// short leaves the intent as the keystore last recorded it, Pending, and
-// its resume gets the server's replay with the same key.
+// ended: the writes are still made, since losing them would send the
+// intent again, but Do returns at most this long after its deadline
+// whatever the keystore does (a stalled connection, a disk that blocks).
+// It is one grace per call, shared by every write, lookup and claim
+// release the call makes after its deadline, or after one of its keystore
+// waits ran out (see WithStoreTimeout). A write cut short leaves the
+// intent as the keystore last recorded it, Pending, and its resume gets
+// the server's replay with the same key.
 const DefaultWriteGrace = 2 * time.Second
 
-// write stores rec with fn (the store's Update, or storeSettled) within
-// the write grace: under ctx's values without its cancellation, until the
-// grace has passed from now or from ctx's deadline, whichever is later.
-// A store that does not return by then is left to finish on its own, and
-// the caller is told the write did not complete.
+// write stores rec with fn (the store's Update, or storeSettled) under
+// ctx's values without its cancellation, bounded by the call's keystore
+// budget (storewait.go): the store timeout while the call's context is
+// live, and one write grace for all of the call's waits once it has
+// ended. A store that does not return by then is left to finish on its
+// own, and the caller is told the write did not complete (the error
+// matches ErrStoreTimeout).
 //
 // A store whose writes never wait on I/O (keystore.NonBlocking, the memory
 // keystore) has nothing to stall: it is called on this goroutine, still
@@ -38,24 +42,9 @@ func (c *Client) write(ctx context.Context, fn func(context.Context, *keystore.R
 		}
 		return nil
 	}
-	limit := time.Now().Add(c.cfg.writeGrace)
-	if d, ok := ctx.Deadline(); ok && d.Add(c.cfg.writeGrace).After(limit) {
-		limit = d.Add(c.cfg.writeGrace)
-	}
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), limit)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fn(wctx, rec) }()
-	var err error
-	select {
-	case err = <-done:
-	case <-wctx.Done():
-		select {
-		case err = <-done: // finished just as the grace ran out
-		default:
-			err = fmt.Errorf("keystore write did not return within the write grace (%s); it may still complete: %w", c.cfg.writeGrace, wctx.Err())
-		}
-	}
+	_, err := waitStore(c, ctx, "keystore write", 0, func(wctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(wctx, rec)
+	})
 	if err != nil {
 		return &storeWriteError{err: err}
 	}

@@ -49,7 +49,9 @@ type blockingMemory struct{ *keystore.Memory }
 func (blockingMemory) WritesNeverBlock() bool { return false }
 
 // A store that may block keeps the bound: a write that never returns is
-// given up on once the grace has passed, whatever the store wraps.
+// given up on once the store timeout has passed (the caller's context
+// live, without a deadline) or the grace (the context ended), whatever
+// the store wraps.
 func TestWriteToABlockingStoreIsBoundedByTheGrace(t *testing.T) {
 	t.Parallel()
 	for name, store := range map[string]keystore.Store{
@@ -58,23 +60,28 @@ func TestWriteToABlockingStoreIsBoundedByTheGrace(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c := newTestClient(t, WithStore(store), WithWriteGrace(50*time.Millisecond))
+			c := newTestClient(t, WithStore(store), WithWriteGrace(50*time.Millisecond), WithStoreTimeout(50*time.Millisecond))
 			release := make(chan struct{})
 			t.Cleanup(func() { close(release) })
-			done := make(chan error, 1)
-			go func() {
-				done <- c.write(context.Background(), func(context.Context, *keystore.Record) error {
-					<-release
-					return nil
-				}, nil)
-			}()
-			select {
-			case err := <-done:
-				var werr *storeWriteError
-				require.ErrorAs(t, err, &werr)
-				assert.ErrorIs(t, err, context.DeadlineExceeded)
-			case <-time.After(10 * time.Second):
-				t.Fatal("a stalled write held the caller past the write grace")
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			for _, ctx := range []context.Context{context.Background(), ended} {
+				done := make(chan error, 1)
+				go func() {
+					done <- c.write(ctx, func(context.Context, *keystore.Record) error {
+						<-release
+						return nil
+					}, nil)
+				}()
+				select {
+				case err := <-done:
+					var werr *storeWriteError
+					require.ErrorAs(t, err, &werr)
+					assert.ErrorIs(t, err, ErrStoreTimeout)
+					assert.ErrorIs(t, err, context.DeadlineExceeded)
+				case <-time.After(10 * time.Second):
+					t.Fatal("a stalled write held the caller past its bound")
+				}
 			}
 		})
 	}

@@ -116,6 +116,18 @@ func stripeRules(a Answer) Verdict {
 	// replayed again.
 	case a.Status >= 500 && headerTrue(a.Header, "Idempotent-Replayed"):
 		return Unresolvable
+	// A replayed 4xx is the saved answer of the key's first request: Stripe
+	// "saves the status code and body of the first request made with a
+	// given idempotency key after endpoint execution begins. Retries with
+	// the same key return the saved response"
+	// (https://docs.stripe.com/api/idempotent_requests), marked
+	// Idempotent-Replayed: true (https://docs.stripe.com/error-low-level).
+	// So the request ran once and failed with this answer (a card decline),
+	// whatever earlier attempts were lost: a final failure, which the
+	// client settles even after a lost answer. (409 and 429 are answered
+	// above: concurrent conflicts and rate limits are not saved.)
+	case a.Status >= 400 && a.Status < 500 && headerTrue(a.Header, "Idempotent-Replayed"):
+		return Rejected
 	}
 	// Everything else falls back to Draft: a fresh 5xx is RetryMaybeExecuted
 	// (retry with the same key, https://docs.stripe.com/error-low-level); a

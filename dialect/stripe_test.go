@@ -45,7 +45,11 @@ func TestStripeClassify(t *testing.T) {
 		{"400 validation", provAnswer(400, stripeInvalid), Refused},
 		{"401", provAnswer(401, stripeAuth), Refused},
 		{"402 card declined", provAnswer(402, stripeDecline), Refused},
-		{"402 replayed decline", provAnswer(402, stripeDecline, "Idempotent-Replayed", "true"), Refused},
+		// A replayed 4xx is the saved answer of the key's first execution:
+		// final, even after a lost answer.
+		{"402 replayed decline", provAnswer(402, stripeDecline, "Idempotent-Replayed", "true"), Rejected},
+		{"400 replayed", provAnswer(400, stripeInvalid, "Idempotent-Replayed", "true"), Rejected},
+		{"402 replayed, Should-Retry true", provAnswer(402, stripeDecline, "Idempotent-Replayed", "true", "Stripe-Should-Retry", "true"), RetryMaybeExecuted},
 		{"429 rate limit", provAnswer(429, stripeRate), RetryNotExecuted},
 		{"429 lock timeout", provAnswer(429, stripeLock), RetryMaybeExecuted},
 		{"500 fresh", provAnswer(500, stripeAPIError), RetryMaybeExecuted},

@@ -1,0 +1,75 @@
+package idem_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
+)
+
+// readmeGoBlock returns the first ```go block after heading in the
+// README.
+func readmeGoBlock(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	require.True(t, ok, "the README has the heading %q", heading)
+	_, after, ok = strings.Cut(after, "```go\n")
+	require.True(t, ok, "a go block follows %q", heading)
+	block, _, ok := strings.Cut(after, "\n```")
+	require.True(t, ok)
+	return block
+}
+
+// The README's client example, its error handling switch included,
+// compiles against the package as it is: pasted into a function, it
+// type-checks and passes go vet. (.ci/readme runs the sh blocks; this
+// keeps the Go one honest.)
+func TestReadmeClientExampleCompiles(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.GoCommand(t, "compile the README's example")
+	block := readmeGoBlock(t, "## Using the client")
+	require.Contains(t, block, "default:", "the error switch is complete: whatever it does not name is an unknown outcome")
+	src := `package readmeusing
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net/http"
+	"strings"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/keystore"
+)
+
+func usingTheClient(ctx context.Context, token string) error {
+` + block + `
+	_ = resp
+	return nil
+}
+`
+	dir := t.TempDir()
+	file := filepath.Join(dir, "readme.go")
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o600))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	// The file joins the module through an overlay, as a package in docs
+	// (which holds no Go): nothing is written into the source tree.
+	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{
+		filepath.Join(wd, "docs", "readme_example.go"): file,
+	}})
+	require.NoError(t, err)
+	overlayFile := filepath.Join(dir, "overlay.json")
+	require.NoError(t, os.WriteFile(overlayFile, overlay, 0o600))
+	cmd := exec.CommandContext(t.Context(), goCmd, "vet", "-overlay="+overlayFile, "./docs")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the README's client example does not compile:\n%s\n%s", out, src)
+}

@@ -1,0 +1,155 @@
+package idem
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
+	"github.com/idemkit/idem/keystore/pgkeystore"
+)
+
+// postgresBehindPauseProxy opens a Postgres keystore in a fresh schema
+// whose connections go through a proxy the test can stall: paused, it
+// keeps every connection open and forwards nothing, as a partitioned
+// database does, so only the client's own bounds end a wait.
+func postgresBehindPauseProxy(t *testing.T) (*pgkeystore.Store, *testenv.PauseProxy) {
+	t.Helper()
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idem_store_stall_")
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	proxy := testenv.StartPauseProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	st, err := pgkeystore.Open(context.Background(), u.String(), &pgkeystore.Options{Schema: schema})
+	require.NoError(t, err)
+	return st, proxy
+}
+
+// doWithin runs Do on its own goroutine and fails the test if it has not
+// returned by limit: a Do that hangs fails the test instead of hanging it.
+func doWithin(t *testing.T, c *Client, ctx context.Context, in *Intent, limit time.Duration) (*http.Response, error, time.Duration) {
+	t.Helper()
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	start := time.Now()
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.Do(ctx, in)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.resp, r.err, time.Since(start)
+	case <-time.After(limit):
+		t.Fatalf("Do did not return within %s", limit)
+		return nil, nil, 0
+	}
+}
+
+// The Postgres keystore stalls while the payment is on the wire: the
+// answer's write, the lookup of what the keystore holds and the claim's
+// release all wait on a silent connection. Do returns within one write
+// grace after its deadline, not one grace per wait: with a grace of 2 s
+// and a deadline 0.5 s away, three graces would take 6.5 s; the limit
+// asserted, 4.5 s, is two graces. The intent stays Pending and its resume
+// pays nothing more.
+func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
+	t.Parallel()
+	const grace = 2 * time.Second
+	const deadline = 500 * time.Millisecond
+	st, proxy := postgresBehindPauseProxy(t)
+	origin := idemtest.NewServer(t)
+	f := newFront(t, origin.URL, func(n int, w http.ResponseWriter, r *http.Request, forward http.Handler) bool {
+		if n == 1 {
+			proxy.Pause() // the payment is on the wire; the keystore stalls
+		}
+		return false
+	})
+	c := newTestClient(t, WithStore(st), WithWriteGrace(grace))
+	in := begin(t, c, "order-stall/payment", paymentRequest(t, f.URL, 100, "stall"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	resp, err, took := doWithin(t, c, ctx, in, time.Minute)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrStoreTimeout)
+	assert.Contains(t, err.Error(), "storing the answer")
+	require.NotNil(t, resp, "the server's answer still comes back")
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Equal(t, Pending, in.State, "the intent as the keystore last recorded it")
+	assert.Less(t, took, deadline+2*grace, "one write grace after the deadline, not one per keystore wait")
+	t.Logf("Do returned %s after it started (deadline %s, grace %s)", took.Round(time.Millisecond), deadline, grace)
+
+	proxy.Resume()
+	got, err := c.Resume(context.Background(), in.Key)
+	require.NoError(t, err)
+	if got.State == Pending {
+		resp, err = c.Do(context.Background(), got)
+		require.NoError(t, err)
+		assert.True(t, IsReplay(resp), "the resume gets the server's replay")
+	}
+	assert.Equal(t, 1, origin.PaymentCount())
+}
+
+// Without a deadline, Do on a Postgres keystore that stalls before it
+// starts is bounded by the store timeout: it returns an error matching
+// ErrStoreTimeout, having sent nothing, and the intent pays once when
+// the keystore answers again.
+func TestDoWithoutADeadlineOnAStalledPostgresIsBoundedByTheStoreTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	st, proxy := postgresBehindPauseProxy(t)
+	srv := idemtest.NewServer(t)
+	c := newTestClient(t, WithStore(st), WithWriteGrace(time.Second), WithStoreTimeout(timeout))
+	in := begin(t, c, "order-nodeadline/payment", paymentRequest(t, srv.URL, 100, "nodeadline"))
+
+	proxy.Pause()
+	_, err, took := doWithin(t, c, context.Background(), in, time.Minute)
+	require.ErrorIs(t, err, ErrStoreTimeout)
+	assert.Equal(t, Pending, in.State)
+	assert.Zero(t, srv.Requests(), "nothing is sent for an intent the keystore cannot claim")
+	t.Logf("Do returned %s after it started (store timeout %s)", took.Round(time.Millisecond), timeout)
+
+	proxy.Resume()
+	resp, err := c.Do(context.Background(), in)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Equal(t, Succeeded, in.State)
+	assert.Equal(t, 1, srv.PaymentCount())
+}
+
+// Begin without a deadline on a stalled Postgres keystore is bounded too:
+// its write runs out of the store timeout, the keystore cannot be asked
+// whether it landed, and the error carries the key to resume it by.
+func TestBeginWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
+	t.Parallel()
+	st, proxy := postgresBehindPauseProxy(t)
+	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
+	proxy.Pause()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Begin(context.Background(), "order-begin-stall/payment", paymentRequest(t, "https://api.example.com", 100, "begin-stall"))
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Begin did not return on a stalled keystore")
+	}
+	require.ErrorIs(t, err, ErrIntentUncertain)
+	assert.ErrorIs(t, err, ErrStoreTimeout)
+	var ue *UncertainIntentError
+	require.ErrorAs(t, err, &ue)
+	assert.NotEmpty(t, ue.Key, "the key to resume the intent by")
+	proxy.Resume()
+}
