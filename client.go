@@ -97,6 +97,12 @@ func New(opts ...Option) (*Client, error) {
 		tel:    newTelemetry(&cfg),
 	}
 	c.updateFn, c.storeSettledFn = c.update, c.storeSettled
+	if _, ok := cfg.store.(keystore.NameScanner); !ok {
+		// Begin then sees an earlier build's unscoped name only: a name
+		// begun under other credentials looks new.
+		log.Warn("idem: the keystore cannot find a name under other principals (keystore.NameScanner); Begin cannot tell refreshed credentials from another account: set WithPrincipal, or forward NameScanner from a wrapping store",
+			"keystore", fmt.Sprintf("%T", cfg.store))
+	}
 	return c, nil
 }
 

@@ -114,13 +114,13 @@ func adyenClassify(a Answer) Verdict {
 // OperationUnknown, and any other document goes to DraftOperationStatus.
 func adyenOperationStatus(body []byte) OperationStatus {
 	var doc struct {
-		ResultCode string `json:"resultCode"`
-		Status     string `json:"status"`
+		ResultCode *string `json:"resultCode"`
+		Status     string  `json:"status"`
 	}
 	if json.Unmarshal(body, &doc) != nil {
 		return DraftOperationStatus(body)
 	}
-	if doc.ResultCode == "" {
+	if doc.ResultCode == nil {
 		// A modification (capture, refund, cancel) answers
 		// {"status":"received"}: the request was received and its outcome
 		// comes later in a webhook
@@ -131,7 +131,7 @@ func adyenOperationStatus(body []byte) OperationStatus {
 		}
 		return DraftOperationStatus(body)
 	}
-	switch doc.ResultCode {
+	switch *doc.ResultCode {
 	// "The payment was successfully authorised"; a partial authorisation took
 	// money too.
 	case "Authorised", "PartiallyAuthorised":

@@ -68,5 +68,6 @@ func TestAdyenOperationStatus(t *testing.T) {
 		{"no resultCode, status word", `{"status":"failed"}`, OperationFailed},
 		{"modification received", `{"status":"received","pspReference":"993617895204576J"}`, OperationPending},
 		{"resultCode the page does not list", rc("Expired"), OperationUnknown},
+		{"empty resultCode", rc(""), OperationUnknown},
 	})
 }

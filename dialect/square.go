@@ -125,9 +125,11 @@ func squareOperationStatus(body []byte) OperationStatus {
 	}
 	if json.Unmarshal(body, &doc) == nil {
 		switch {
-		case doc.Payment != nil && doc.Payment.Status != "":
+		// A payment or refund with an empty or missing status is no
+		// verdict (squareWord), not a plain resource.
+		case doc.Payment != nil:
 			return squareWord(doc.Payment.Status)
-		case doc.Refund != nil && doc.Refund.Status != "":
+		case doc.Refund != nil:
 			return squareWord(doc.Refund.Status)
 		}
 	}

@@ -63,6 +63,8 @@ func TestSquareOperationStatus(t *testing.T) {
 		{"refund rejected", refund("REJECTED"), OperationFailed},
 		{"refund failed", refund("FAILED"), OperationFailed},
 		{"payment in a word no page lists", payment("EXPIRED"), OperationUnknown},
+		{"payment with an empty status", payment(""), OperationUnknown},
+		{"payment without a status", `{"payment":{"id":"pay_1"}}`, OperationUnknown},
 		{"top-level status", `{"status":"PENDING"}`, OperationPending},
 		{"no status", `{"customer":{"id":"JDKYHBWT1D4F8MFH63DBMEN8Y4"}}`, OperationSucceeded},
 	})
