@@ -233,7 +233,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, raw []byte) {
 			status = 502
 		}
 		a := s.answerOf(m, status, r)
-		a = sanitize(a, false, keyEffect)
+		a = sanitize(s.dialect, a, false, keyEffect)
 		s.tracef("POST %s key %s: gateway %d", intent, short(key), a.status)
 		s.mu.Unlock()
 		if status < 200 {
@@ -312,7 +312,7 @@ func (s *Server) layer(sk string, st *keyState, m Move, intent string, r *http.R
 		effect = m.Store && m.Truth
 		a = s.answerOf(m, status, r)
 	}
-	a = sanitize(a, effect, effect)
+	a = sanitize(s.dialect, a, effect, effect)
 	if effect {
 		s.Ledger.record(sk, intent)
 	}
@@ -359,8 +359,15 @@ func (s *Server) location(k LocationKind, path string, r *http.Request) string {
 // sanitize keeps an answer from lying in a way no client can defend
 // against: one that says this attempt was not executed (or that its key
 // belongs to another payload) when it took effect, or that the key was
-// refused when it took effect.
-func sanitize(a answer, attemptEffect, keyEffect bool) answer {
+// refused when it took effect. Under Stripe a 4xx marked
+// Idempotent-Replayed is the saved final answer of the key's first
+// execution ("Stripe's idempotency works by saving the resulting status
+// code and body of the first request"), which Stripe never gives a key
+// that took effect.
+func sanitize(dialect string, a answer, attemptEffect, keyEffect bool) answer {
+	if dialect == "stripe" && (attemptEffect || keyEffect) && a.status >= 400 && a.status < 500 {
+		a.header.Del("Idempotent-Replayed")
+	}
 	b := body{contentType: a.header.Get("Content-Type"), text: a.body}
 	if attemptEffect && (provesNotExecutedNow(a.status, b) || provesKeyReused(b)) {
 		switch a.status {
