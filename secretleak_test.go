@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/idemkit/idem/internal/testenv"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,36 +28,17 @@ import (
 // found anywhere but on the wire, it leaked.
 const leakSecret = "sekrit-query-value-7731"
 
-// syncBuffer is a log destination written by the client's goroutines and
-// read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // leakWitness is a Client whose every text output is captured: a debug
 // log in JSON, and a bbolt keystore file read raw at the end.
 type leakWitness struct {
 	c    *Client
-	log  *syncBuffer
+	log  *testenv.SyncBuffer
 	path string
 }
 
 func newLeakWitness(t *testing.T, opts ...Option) *leakWitness {
 	t.Helper()
-	w := &leakWitness{log: &syncBuffer{}, path: filepath.Join(t.TempDir(), "intents.db")}
+	w := &leakWitness{log: &testenv.SyncBuffer{}, path: filepath.Join(t.TempDir(), "intents.db")}
 	logger := slog.New(slog.NewJSONHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	all := append(fastOptions(), WithBoltStore(w.path, nil), WithLogger(logger), WithMaxAttempts(2),
 		WithPolling(10*time.Millisecond, 200*time.Millisecond))
@@ -220,7 +202,7 @@ func leakThroughDo(t *testing.T, w *leakWitness, name, base string) {
 // The give-up Transport returns names no secret query parameter either.
 func TestTransportErrorsNeverCarryASecretQueryParam(t *testing.T) {
 	t.Parallel()
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	c := newTestClient(t, WithMaxAttempts(2),
 		WithLogger(slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	for _, base := range []string{refusedURL(t), resetServer(t).URL} {

@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/idemkit/idem/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -69,7 +69,7 @@ type driver struct {
 	dir, path string
 	hc        *http.Client
 	client    *idem.Client
-	logs      *syncBuffer
+	logs      *testenv.SyncBuffer
 	secret    string // random part of every token, unique to the run
 	querySec  string
 	version   int
@@ -96,23 +96,6 @@ type told struct {
 	what    string
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -124,7 +107,7 @@ func newDriver(sc Scenario, dir string) *driver {
 		sc:       sc,
 		dir:      dir,
 		path:     filepath.Join(dir, "keystore.db"),
-		logs:     &syncBuffer{},
+		logs:     &testenv.SyncBuffer{},
 		secret:   "S3cr3t" + randomHex(8),
 		querySec: "Q5ecr3t" + randomHex(8),
 		version:  1,
