@@ -162,7 +162,7 @@ func TestBoltDeletedWhileOpenFailsEveryLaterWrite(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the writers commit a while
 	require.NoError(t, os.Remove(path))
 	removed.Store(true)
-	for refused.Load() < 100 {
+	for refused.Load() < 100 && ackedAfter.Load() < 100 { // bounded by writes, either way
 		time.Sleep(time.Millisecond)
 	}
 	close(stop)

@@ -137,10 +137,14 @@ func judgeMutant(path string, ro bool, want map[string]*keystore.Record) string 
 		case err == nil:
 			return true
 		case errors.Is(err, keystore.ErrCorrupt):
-			verdict = "corrupt"
+			if !strings.HasPrefix(verdict, "WRONG") {
+				verdict = "corrupt"
+			}
 			return false
 		default:
-			verdict = fmt.Sprintf("WRONG (%s, read-only %t): %v", what, ro, err)
+			if !strings.HasPrefix(verdict, "WRONG") {
+				verdict = fmt.Sprintf("WRONG (%s, read-only %t): %v", what, ro, err)
+			}
 			return false
 		}
 	}
@@ -148,6 +152,21 @@ func judgeMutant(path string, ro bool, want map[string]*keystore.Record) string 
 	if !check("open", err) {
 		return verdict
 	}
+	v := readMutant(ctx, s, ro, want, check)
+	err = s.Close() // always: the next mutant opens the same path
+	if err != nil && !errors.Is(err, keystore.ErrCorrupt) && v == "" {
+		return fmt.Sprintf("WRONG (close, read-only %t): %v", ro, err)
+	}
+	if v != "" {
+		return v
+	}
+	return verdict
+}
+
+// readMutant lists s and reads every record by key and name; it returns
+// what went wrong, or "" when every answer was true or ErrCorrupt (which
+// check records).
+func readMutant(ctx context.Context, s *keystore.Bolt, ro bool, want map[string]*keystore.Record, check func(string, error) bool) string {
 	recs, err := s.List(ctx, keystore.Filter{})
 	check("list", err)
 	if err == nil && len(recs) != len(want) {
@@ -173,16 +192,9 @@ func judgeMutant(path string, ro bool, want map[string]*keystore.Record) string 
 			if check("get", err) && !reflect.DeepEqual(w, r) {
 				return fmt.Sprintf("WRONG (get, read-only %t): record %s changed", ro, keystore.KeyRef(key))
 			}
-			if strings.HasPrefix(verdict, "WRONG") {
-				return verdict
-			}
 		}
 	}
-	err = s.Close()
-	if err != nil && !errors.Is(err, keystore.ErrCorrupt) {
-		return fmt.Sprintf("WRONG (close, read-only %t): %v", ro, err)
-	}
-	return verdict
+	return ""
 }
 
 // mutantSource writes the sound source file into a temporary directory
