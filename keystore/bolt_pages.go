@@ -168,7 +168,8 @@ type pageFile struct {
 	hwm  uint64 // pages in use: ids are below it
 	used pageSet
 	free pageSet
-	buf  []byte
+	// buf holds the last read, elems the elements of the page walked.
+	buf, elems []byte
 }
 
 func (pf *pageFile) corrupt(format string, args ...any) error {
@@ -193,7 +194,8 @@ func (pf *pageFile) header(id uint64, want uint16, what string) (flags uint16, c
 	if id < 2 || id >= pf.hwm {
 		return 0, 0, 0, pf.corrupt("%s page %d is out of range (%d pages)", what, id, pf.hwm)
 	}
-	h, err := pf.read(id, 0, pageHeaderSize)
+	// The whole first page: its elements come with the header, most often.
+	h, err := pf.read(id, 0, pf.ps)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -280,11 +282,15 @@ func (pf *pageFile) walk(root uint64) error {
 		if flags == branchPageFlag && count == 0 {
 			return pf.corrupt("branch page %d is empty", id)
 		}
-		elems, err := pf.read(id, pageHeaderSize, count*pageElementSize)
-		if err != nil {
+		var elems []byte
+		if end := pageHeaderSize + count*pageElementSize; end <= pf.ps {
+			elems = append(pf.elems[:0], pf.buf[pageHeaderSize:end]...) // read with the header
+		} else if elems, err = pf.read(id, pageHeaderSize, count*pageElementSize); err != nil {
 			return err
+		} else {
+			elems = append(pf.elems[:0], elems...)
 		}
-		elems = append([]byte(nil), elems...) // pf.buf is reused below
+		pf.elems = elems // pf.buf is reused below
 		for i := range count {
 			e := elems[i*pageElementSize:]
 			at := pageHeaderSize + i*pageElementSize // where the element's offsets count from
