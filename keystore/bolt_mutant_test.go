@@ -74,6 +74,9 @@ var knownBadMutants = map[string]mutant{
 type mutantJob struct {
 	Source  string   `json:"source"`
 	Mutants []mutant `json:"mutants"`
+	// Dir is where the child writes its mutants: the parent's, removed by
+	// the parent even when it had to kill the child.
+	Dir string `json:"dir"`
 }
 
 // TestBoltMutantChild is the child side: it runs the job named by
@@ -92,8 +95,8 @@ func TestBoltMutantChild(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &job))
 	src, err := os.ReadFile(job.Source)
 	require.NoError(t, err)
-	want := trueRecords(t, src)
-	path := filepath.Join(t.TempDir(), "mutant.db")
+	want := trueRecords(t, src, job.Dir)
+	path := filepath.Join(job.Dir, "mutant.db")
 	out := bufio.NewWriter(os.Stdout)
 	for i, m := range job.Mutants {
 		fmt.Fprintf(out, "start %d\n", i)
@@ -116,8 +119,8 @@ func TestBoltMutantChild(t *testing.T) {
 }
 
 // trueRecords lists the records of the sound file.
-func trueRecords(t *testing.T, src []byte) map[string]*keystore.Record {
-	path := filepath.Join(t.TempDir(), "source.db")
+func trueRecords(t *testing.T, src []byte, dir string) map[string]*keystore.Record {
+	path := filepath.Join(dir, "source.db")
 	require.NoError(t, os.WriteFile(path, src, 0o600))
 	s, err := keystore.OpenBolt(path, &keystore.BoltOptions{ReadOnly: true})
 	require.NoError(t, err)
@@ -265,7 +268,7 @@ func runMutants(t *testing.T, source string, mutants []mutant) map[int]string {
 	dir := t.TempDir()
 	for from := 0; from < len(mutants); {
 		jobPath := filepath.Join(dir, fmt.Sprintf("job-%d.json", from))
-		raw, err := json.Marshal(mutantJob{Source: source, Mutants: mutants[from:]})
+		raw, err := json.Marshal(mutantJob{Source: source, Mutants: mutants[from:], Dir: dir})
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(jobPath, raw, 0o600))
 		next, verdicts := runMutantChild(t, jobPath)
