@@ -84,6 +84,12 @@ type Bolt struct {
 	// adopted keeps the records AdoptCreate took over for GetShared
 	// (bolt_share.go).
 	adopted adoptedSet
+
+	// readOnly: opened with BoltOptions.ReadOnly, every write refused.
+	// watch notices the file deleted or replaced (bolt_watch.go); nil
+	// for a read-only store, which writes nothing it could lose.
+	readOnly bool
+	watch    *fileWatch
 }
 
 var (
@@ -355,7 +361,11 @@ func (b *Bolt) List(ctx context.Context, f Filter) ([]*Record, error) {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+		lb := tx.Bucket(bucketLog)
+		if lb == nil {
+			return nil // a version 1 file opened read-only: no log yet
+		}
+		return lb.ForEach(func(k, v []byte) error {
 			key := string(k)
 			if len(k) > logIDPrefix {
 				key = logKeyOf(k)
@@ -446,6 +456,9 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 		return total, err
 	}
 	defer release()
+	if err := b.refuseWrite(); err != nil {
+		return total, err
+	}
 	b.adopted.clear() // records it replaces must not be handed out again
 	// Purge judges bucketRecords: fold the log into it first.
 	if err := b.fold(); err != nil {
@@ -470,6 +483,9 @@ func (b *Bolt) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
 				return err
 			})
 		})
+		if err == nil {
+			err = b.verifyCommit()
+		}
 		if err != nil && !errors.Is(err, errNoWrites) {
 			return total, fmt.Errorf("keystore: purge %s: %w", b.path, err)
 		}

@@ -50,6 +50,9 @@ func (b *Bolt) updateDeferred(ctx context.Context, r *Record, quick bool) (done 
 	if err := checkWrite(ctx, "update", r); err != nil {
 		return true, err
 	}
+	if err := b.refuseWrite(); err != nil {
+		return true, err
+	}
 	if quick {
 		// Close holds closeMu while it commits and folds: that is I/O.
 		if !b.closeMu.TryRLock() {

@@ -26,6 +26,9 @@ import (
 // fold moves every record the log holds when it begins into
 // bucketRecords, one transaction after the other (Close, Purge).
 func (b *Bolt) fold() error {
+	if b.readOnly {
+		return nil // nothing was written; nothing may be
+	}
 	var last []byte
 	for {
 		done, _, err := b.foldBatchOf(&last)
@@ -96,6 +99,9 @@ func (b *Bolt) foldBatchOf(last *[]byte) (done bool, took time.Duration, err err
 	c.turn <- struct{}{}
 	defer func() { <-c.turn }()
 	c.lead() // writes queued before this transaction go first
+	if err := b.refuseWrite(); err != nil {
+		return false, 0, err
+	}
 	start := time.Now()
 	var moved []string
 	err = guard(b.path, func() error {
@@ -112,6 +118,9 @@ func (b *Bolt) foldBatchOf(last *[]byte) (done bool, took time.Duration, err err
 	took = time.Since(start)
 	if errors.Is(err, errNoWrites) {
 		return true, took, nil
+	}
+	if err == nil {
+		err = b.verifyCommit() // the records moved, in the file at the path?
 	}
 	if err != nil {
 		return false, took, fmt.Errorf("keystore: fold log of %s: %w", b.path, err)

@@ -131,7 +131,11 @@ func (b *Bolt) loadLog() error {
 	b.writes.beginTx, b.writes.committedTx = b.log.beginTx, b.afterCommit
 	return b.view(func(tx *bolt.Tx) error {
 		clear(b.log.ids)
-		c := tx.Bucket(bucketLog).Cursor()
+		lb := tx.Bucket(bucketLog)
+		if lb == nil {
+			return nil // a version 1 file opened read-only: no log yet
+		}
+		c := lb.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			if len(k) <= logIDPrefix {
 				continue // never written so; List names it

@@ -33,7 +33,7 @@ var (
 const formatVersion byte = 2
 
 // OpenBolt opens the keystore file at path, creating it if it does not
-// exist. opts may be nil.
+// exist (unless opts.NoCreate or opts.ReadOnly). opts may be nil.
 //
 // A new file is built under a temporary name and linked into place only
 // once its layout is committed, so a file found at path is either a
@@ -42,15 +42,29 @@ const formatVersion byte = 2
 // ErrCorrupt that names path. If another process has the file open,
 // OpenBolt waits up to opts.Timeout and then fails with an error wrapping
 // ErrLocked.
+//
+// Before bbolt reads the file, OpenBolt checks every page bbolt will
+// trust (checkPages): opening, listing and reading any bytes end, in time
+// and memory bounded by the file's size, with a result or ErrCorrupt. A
+// file with a damaged meta page fails with ErrMetaDamaged (see
+// BoltOptions.AcceptOlderMeta). What it cannot see: a damaged meta page
+// that still passes its checksum, and the loss of both a commit and the
+// damage (a whole older copy of the file put in its place). While open,
+// a file deleted or replaced at path fails the writes with
+// ErrFileReplaced.
 func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 	o := opts.withDefaults()
 	if path == "" {
 		return nil, errors.New("keystore: open bolt: empty path")
 	}
-	if err := ensureFile(path, o); err != nil {
+	if o.ReadOnly || o.NoCreate {
+		if err := mustExist(path); err != nil {
+			return nil, err
+		}
+	} else if err := ensureFile(path, o); err != nil {
 		return nil, err
 	}
-	db, err := openFile(path, o)
+	db, file, err := openFile(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -58,17 +72,39 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if err := migrate(db, path); err != nil {
-		_ = db.Close()
-		return nil, err
+	if !o.ReadOnly {
+		if err := migrate(db, path); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	b := newBolt(db, path)
 	b.deferDelay = o.DeferDelay
+	b.readOnly = o.ReadOnly
+	if !o.ReadOnly {
+		if b.watch, err = newFileWatch(path, file); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	b.writes.refuse, b.writes.verify = b.refuseWrite, b.verifyCommit
 	if err := b.loadLog(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// mustExist fails, naming path, unless a file is there.
+func mustExist(path string) error {
+	_, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("keystore: open %s: no keystore file there, and none was created: %w", path, err)
+	}
+	if err != nil {
+		return fmt.Errorf("keystore: open %s: %w", path, err)
+	}
+	return nil
 }
 
 // migrate brings a version 1 file to version 2: the log bucket, created
@@ -197,26 +233,25 @@ func syncDir(dir string) error {
 }
 
 // openFile opens the existing bbolt file at path, mapping bbolt's errors
-// onto the keystore's.
-func openFile(path string, o BoltOptions) (*bolt.DB, error) {
+// onto the keystore's, and returns it with the file bbolt holds.
+func openFile(path string, o BoltOptions) (*bolt.DB, *os.File, error) {
 	var file *os.File
 	bo := &bolt.Options{
-		Timeout: o.Timeout,
-		NoSync:  o.NoSync,
+		Timeout:  o.Timeout,
+		NoSync:   o.NoSync,
+		ReadOnly: o.ReadOnly,
 		// Never create or initialise here: ensureFile builds new files
 		// elsewhere, so a missing or empty file is not ours, and bbolt must
-		// not turn it into an empty database.
+		// not turn it into an empty database. The file is locked as bbolt
+		// locks it, then its pages checked, before bbolt reads a byte.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
 			if err != nil {
 				return nil, err
 			}
-			if info, err := f.Stat(); err != nil || info.Size() == 0 {
+			if err := admitFile(f, path, o); err != nil {
 				_ = f.Close()
-				if err != nil {
-					return nil, err
-				}
-				return nil, fmt.Errorf("%w: %s is empty", ErrCorrupt, path)
+				return nil, err
 			}
 			file = f
 			return f, nil
@@ -229,13 +264,28 @@ func openFile(path string, o BoltOptions) (*bolt.DB, error) {
 		return err
 	})
 	if err == nil {
-		return db, nil
+		return db, file, nil
 	}
 	if errors.Is(err, ErrCorrupt) && file != nil {
 		// bolt.Open panicked with the file open and locked; release both.
 		_ = file.Close()
 	}
-	return nil, openError(path, o, err)
+	return nil, nil, openError(path, o, err)
+}
+
+// admitFile locks f as bbolt will and checks its pages (checkPages).
+func admitFile(f *os.File, path string, o BoltOptions) error {
+	if err := lockFile(f, !o.ReadOnly, o.Timeout); err != nil {
+		return err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if info.Size() == 0 {
+		return fmt.Errorf("%w: %s is empty", ErrCorrupt, path)
+	}
+	return checkPages(f, info.Size(), path, o.AcceptOlderMeta)
 }
 
 // openError classifies an error of bolt.Open: lock timeout, system error,

@@ -38,6 +38,25 @@ type BoltOptions struct {
 	// deferred write stays exposed to a crash while the store is otherwise
 	// idle, plus one commit. Zero or negative means DefaultDeferDelay.
 	DeferDelay time.Duration
+	// ReadOnly opens the file for reading only: it is opened O_RDONLY
+	// under a shared lock (other readers may hold it too, a writer waits),
+	// never created, migrated or written, not even at Close, and every
+	// write fails with ErrReadOnly. For tools that inspect a keystore.
+	ReadOnly bool
+	// NoCreate makes OpenBolt fail, with an error matching fs.ErrNotExist
+	// that names the path, when no file is there, instead of creating an
+	// empty keystore. A program that has run before sets it: a keystore
+	// that went missing (a wrong path, a deleted file, an unmounted
+	// volume) is then an error, not a fresh start that forgets every
+	// intent and pays them again.
+	NoCreate bool
+	// AcceptOlderMeta opens a file one of whose two meta pages is damaged,
+	// as of the sound one, which is what bbolt does silently; without it
+	// OpenBolt fails with ErrMetaDamaged. If the damaged page held the
+	// newer transaction, its commit is lost, and the first commit made
+	// after opening (not with ReadOnly) rewrites that page, making the
+	// loss final. Open read-only with it first to see what the file holds.
+	AcceptOlderMeta bool
 }
 
 // withDefaults returns a copy of o with zero fields set to the defaults.

@@ -27,6 +27,17 @@ var (
 	// ErrClaimLost: UpdateClaimed was called by an owner whose claim on
 	// the record another owner has taken since; the write was not made.
 	ErrClaimLost = errors.New("keystore: claim lost to another owner; write refused")
+	// ErrReadOnly: a write to a keystore opened read-only
+	// (BoltOptions.ReadOnly); nothing was written.
+	ErrReadOnly = errors.New("keystore: opened read-only; write refused")
+	// ErrFileReplaced: the keystore file at the path a Bolt was opened
+	// with was deleted, or replaced by another file, while open. Its
+	// writes would go to a file no later open finds, so they fail: the
+	// write that meets it (its commit went to the old file, which nothing
+	// will read) and every write after it. Close the store and find out
+	// what removed the file before opening the path again: a new file
+	// there does not hold the intents the old one did.
+	ErrFileReplaced = errors.New("keystore: file deleted or replaced while open; writes refused")
 )
 
 // CorruptRecordsError is returned by List (and Purge, Claim), with the

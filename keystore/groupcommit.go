@@ -56,6 +56,11 @@ type committer struct {
 	// after one commits, in the leader, so the store can keep state that
 	// follows the transaction (see Bolt's log index); either may be nil.
 	beginTx, committedTx func()
+
+	// refuse, when set, says why no write may start (no system call);
+	// verify runs after each commit, before its writers are told (see
+	// fileWatch). Either may be nil.
+	refuse, verify func() error
 }
 
 // applyFunc runs one write inside a shared transaction. It reports whether
@@ -90,6 +95,11 @@ func newCommitter(db *bolt.DB, path string) *committer {
 // returned; once a leader has taken it, its true outcome is awaited and
 // returned, so a committed op is never reported as failed.
 func (c *committer) submit(ctx context.Context, apply applyFunc) error {
+	if c.refuse != nil {
+		if err := c.refuse(); err != nil {
+			return err
+		}
+	}
 	op := &writeOp{apply: apply, done: make(chan struct{})}
 	c.push(op)
 
@@ -239,6 +249,14 @@ func (c *committer) flush() {
 // that was in it.
 func (c *committer) commit(batch []*writeOp) {
 	pending := slices.Clone(batch)
+	if c.refuse != nil {
+		if err := c.refuse(); err != nil {
+			for _, op := range pending {
+				op.err = err
+			}
+			return
+		}
+	}
 	for len(pending) > 0 {
 		var failed []*writeOp
 		err := guard(c.path, func() error {
@@ -275,6 +293,14 @@ func (c *committer) commit(batch []*writeOp) {
 			c.commits.Add(1)
 			if c.committedTx != nil {
 				c.committedTx()
+			}
+			if c.verify != nil {
+				if verr := c.verify(); verr != nil {
+					for _, op := range pending {
+						op.err = verr
+					}
+					return
+				}
 			}
 		case errors.Is(err, errNoWrites):
 		default:

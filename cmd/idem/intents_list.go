@@ -73,16 +73,16 @@ func (f listFlags) filter(now time.Time) (keystore.Filter, error) {
 
 // runList prints the intents; damaged records, left out by the store, are
 // named on errOut after the listing, with exit status 1.
-func runList(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f listFlags) error {
+func runList(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f listFlags) (err error) {
 	filter, err := f.filter(env.now())
 	if err != nil {
 		return err
 	}
-	st, err := env.ks.open(ctx)
+	st, err := env.ks.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer env.ks.closeStore(st, &err)
 	recs, listErr := st.List(ctx, filter)
 	var damaged *keystore.CorruptRecordsError
 	if listErr != nil && !errors.As(listErr, &damaged) {

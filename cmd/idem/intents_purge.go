@@ -107,7 +107,7 @@ type purgeKept struct {
 
 // runPurge purges and reports; damaged records, which a purge leaves
 // alone, are named on errOut with exit status 1.
-func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f purgeFlags) error {
+func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f purgeFlags) (err error) {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f pur
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer env.ks.closeStore(st, &err)
 	now := env.now()
 	req := keystore.PurgeRequest{OlderThan: now.Add(-f.olderThan), KeepNamesAfter: now.Add(-f.retention), IncludeUnknown: f.force}
 	kept, err := countKept(ctx, st, req)

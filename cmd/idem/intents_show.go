@@ -101,15 +101,15 @@ func detail(r *keystore.Record) intentDetail {
 	return d
 }
 
-func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName string, f showFlags) error {
+func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName string, f showFlags) (err error) {
 	if keyOrName == "" {
 		return errors.New("show: empty key or name")
 	}
-	st, err := env.ks.open(ctx)
+	st, err := env.ks.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer env.ks.closeStore(st, &err)
 	rec, err := findIntent(ctx, st, keyOrName)
 	if errors.Is(err, keystore.ErrNotFound) {
 		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())

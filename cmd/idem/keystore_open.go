@@ -28,6 +28,9 @@ type keystoreFlags struct {
 	// location is a bbolt file path or a postgres:// (postgresql://) URL.
 	location    string
 	lockTimeout time.Duration
+	// acceptOlderMeta opens a bbolt file with a damaged meta page as of
+	// its other one (keystore.BoltOptions.AcceptOlderMeta).
+	acceptOlderMeta bool
 	// schema and table name a Postgres keystore's table.
 	schema, table string
 }
@@ -48,6 +51,8 @@ func (f *keystoreFlags) register(fs *pflag.FlagSet, getenv func(string) string) 
 		"Postgres schema of the keystore table (postgres:// keystore only)")
 	fs.StringVar(&f.table, "keystore-table", pgkeystore.DefaultTable,
 		"Postgres table of the keystore (postgres:// keystore only)")
+	fs.BoolVar(&f.acceptOlderMeta, "accept-older-meta", false,
+		"open a bbolt keystore whose newest meta page is damaged as of its older one (its last commit may be lost; a write makes that final): inspect with list and show first")
 }
 
 // validate rejects flag values no keystore can be opened with, before any
@@ -77,13 +82,36 @@ func (f keystoreFlags) display() string {
 // empty new one would only hide a wrong path or name. A file held by
 // another process fails within the lock timeout.
 func (f keystoreFlags) open(ctx context.Context) (keystore.Store, error) {
+	return f.openMode(ctx, false)
+}
+
+// openReadOnly is open for the commands that only read (list, show): a
+// bbolt file is opened O_RDONLY under a shared lock and never written,
+// not even when closed, so they work on a read-only mount and leave the
+// file's bytes as they were.
+func (f keystoreFlags) openReadOnly(ctx context.Context) (keystore.Store, error) {
+	return f.openMode(ctx, true)
+}
+
+func (f keystoreFlags) openMode(ctx context.Context, readOnly bool) (keystore.Store, error) {
 	if err := f.validate(); err != nil {
 		return nil, err
 	}
 	if keystore.IsPostgresLocation(f.location) {
 		return f.openExistingPostgres(ctx)
 	}
-	return openExistingBolt(f.location, f.lockTimeout)
+	return openExistingBolt(f.location, &keystore.BoltOptions{
+		Timeout: f.lockTimeout, ReadOnly: readOnly, NoCreate: true, AcceptOlderMeta: f.acceptOlderMeta,
+	})
+}
+
+// closeStore closes st and, when the command has not failed already,
+// makes a failed close its error: a close that loses a write is never
+// passed over.
+func (f keystoreFlags) closeStore(st keystore.Store, err *error) {
+	if cerr := st.Close(); cerr != nil && *err == nil {
+		*err = fmt.Errorf("closing keystore %s: %w", f.display(), cerr)
+	}
 }
 
 // openExistingPostgres opens the Postgres keystore the flags name,
@@ -105,7 +133,7 @@ func (f keystoreFlags) openExistingPostgres(ctx context.Context) (keystore.Store
 // openExistingBolt opens the bbolt keystore at path, refusing to create
 // one, and words the failures an operator meets: a wrong path, a file
 // another process holds, a file that is not a keystore.
-func openExistingBolt(path string, lockTimeout time.Duration) (keystore.Store, error) {
+func openExistingBolt(path string, opts *keystore.BoltOptions) (keystore.Store, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -115,11 +143,19 @@ func openExistingBolt(path string, lockTimeout time.Duration) (keystore.Store, e
 	case info.IsDir():
 		return nil, fmt.Errorf("keystore %s is a directory, not a keystore file", path)
 	}
-	st, err := keystore.OpenBolt(path, &keystore.BoltOptions{Timeout: lockTimeout})
+	st, err := keystore.OpenBolt(path, opts)
 	if errors.Is(err, keystore.ErrLocked) {
 		return nil, &messageError{
 			msg: fmt.Sprintf("keystore %s is locked: another process holds it (waited %s); let that process finish or raise --lock-timeout",
-				path, lockTimeout),
+				path, opts.Timeout),
+			err: err,
+		}
+	}
+	if errors.Is(err, keystore.ErrMetaDamaged) {
+		return nil, &messageError{
+			msg: fmt.Sprintf("keystore %s has a damaged meta page: it would read as of an older commit, and intents of the last one may be missing (%v). "+
+				"Restore it from a backup, or see what it holds with `idem intents list --accept-older-meta` before accepting that state",
+				path, err),
 			err: err,
 		}
 	}
