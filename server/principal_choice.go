@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 )
 
 // ErrNoPrincipal is returned by New when no option says who a request acts
@@ -17,6 +19,13 @@ var ErrNoPrincipal = errors.New("server: New needs a principal choice (who a req
 	"WithPrincipal(JWTClaimPrincipal(claims, \"sub\")) for a claim of the verified token; " +
 	"WithPrincipal(BearerPrincipal(secret)) only for credentials that never rotate; " +
 	"WithAnonymous() for one scope shared by every caller")
+
+// ErrBadPrincipal is the 401 answer to a request whose principal (an
+// account id, a claim) is not UTF-8 text without NUL bytes.
+var ErrBadPrincipal = errors.New("the request's principal must be UTF-8 text without NUL bytes")
+
+// isText reports whether s is UTF-8 without NUL bytes.
+func isText(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
 // unidentifiedError says why a request names no principal; it is
 // ErrUnidentified.
@@ -45,8 +54,12 @@ func (m *Middleware) principalOf(w http.ResponseWriter, r *http.Request) (princi
 	}
 	p, err := m.cfg.principal(r)
 	switch {
-	case err == nil && p != "":
+	case err == nil && p != "" && isText(p):
 		return p, true
+	case err == nil && p != "":
+		// Every store must hold the scope alike: PostgreSQL refuses such
+		// text, which would answer 503 to every retry.
+		err = ErrBadPrincipal
 	case err == nil || errors.Is(err, ErrUnidentified):
 		if m.cfg.anonymous {
 			return AnonymousPrincipal, true

@@ -298,3 +298,21 @@ func mustNewChoice(t *testing.T, opts ...server.Option) *server.Middleware {
 	require.NoError(t, err)
 	return m
 }
+
+// A principal no store can hold alike (NUL, invalid UTF-8) is refused
+// before the store is asked, never answered 503 on every retry.
+// (JWTClaimPrincipal quotes claim values, so its principals are text.)
+func TestPrincipalThatIsNotTextIsRefused(t *testing.T) {
+	t.Parallel()
+	h := &countingHandler{}
+	layer := mustNewChoice(t, server.WithPrincipal(server.AccountFromContext(accountCtxKey{}))).Wrap(paymentsRoute, h)
+	for _, account := range []string{"a\x00b", "\xff"} {
+		r := post("k", paymentBody).request()
+		r = r.WithContext(context.WithValue(r.Context(), accountCtxKey{}, account))
+		rec := httptest.NewRecorder()
+		layer.ServeHTTP(rec, r)
+		assert.Equal(t, http.StatusUnauthorized, rec.Code, "%q", account)
+		assert.Contains(t, rec.Body.String(), "UTF-8")
+	}
+	assert.Zero(t, h.runs())
+}
