@@ -15,7 +15,10 @@
 // POST requests need an Idempotency-Key; "Authorization: Bearer <token>"
 // names the principal (kept as a keyed hash of the token; Payments takes
 // the token), and no Authorization is AnonymousPrincipal, which no token,
-// not even "anonymous", shares.
+// not even "anonymous", shares. WithAccounts gives accounts several
+// tokens each, scoping keys by account: a retry under a renewed token of
+// the account is replayed, as a client that refreshes its OAuth token
+// needs.
 //
 // Faults are injected from the test to prove a client survives them:
 // FailNext answers an error before anything executes, ResetNext resets

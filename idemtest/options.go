@@ -71,3 +71,16 @@ func WithMaxBody(n int64) Option {
 func WithDialect(name string) Option {
 	return func(c *config) { c.opts = append(c.opts, testserver.WithServerDialect(name)) }
 }
+
+// WithAccounts makes the server authenticate by account, as an API whose
+// OAuth tokens are renewed does: accounts maps each account id to its
+// bearer tokens, any of which names it. Keys and payments are scoped by
+// account, so a retry under a renewed token of the same account is
+// replayed and never pays twice: test a client that refreshes its token
+// (name the account with idem.WithPrincipal). Other tokens are answered
+// 401; requests without Authorization stay AnonymousPrincipal. Without
+// it, every token is its own principal. A token listed twice, or an
+// account without tokens, fails NewServer.
+func WithAccounts(accounts map[string][]string) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithAccounts(accounts)) }
+}

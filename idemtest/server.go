@@ -115,8 +115,10 @@ func (s *Server) PaymentCount() int {
 }
 
 // Payments returns the payments made with the bearer token ("" for
-// requests without Authorization), newest first. A token is its own
-// principal whatever it says: "anonymous" is not AnonymousPrincipal.
+// requests without Authorization), newest first; under WithAccounts, the
+// payments of the token's account, made with any of its tokens. A token
+// is its own principal whatever it says: "anonymous" is not
+// AnonymousPrincipal.
 func (s *Server) Payments(token string) []Payment {
 	payments, err := s.ref.Store().ListPayments(context.Background(), s.ref.PrincipalOf(token))
 	if err != nil {

@@ -21,9 +21,15 @@
 // since every write is a compare-and-set on its token. RunSweeper deletes
 // what is past its retention.
 //
-// Keys are scoped by principal, method and route. The default principal
-// is the bearer token, stored only as an HMAC under WithPrincipalSecret;
-// WithPrincipal takes any func(*http.Request) (string, error).
+// Keys are scoped by principal, method and route, and New requires the
+// principal to be chosen (ErrNoPrincipal): the account the app's
+// authentication put in the context (AccountFromContext,
+// ContextPrincipal), a claim of the verified JWT (JWTClaimPrincipal), or,
+// only for credentials that never rotate, the bearer token itself, stored
+// as an HMAC (BearerPrincipal). Name the account wherever credentials are
+// renewed: a retry under a renewed token is then replayed, not run again.
+// A guarded request naming no principal is answered 401 unless
+// WithAnonymous allows anonymous callers, all in one scope.
 //
 // Stores: MemoryStore (one process), pgstore (PostgreSQL) and redisstore
 // (Redis), all held to the contract suite in storetest. A handler whose

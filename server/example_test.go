@@ -10,12 +10,15 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// A payments handler behind the layer: the retry is answered from the
-// store and the handler runs once.
+// A payments handler behind the layer: the retry, under a renewed token
+// of the same account, is answered from the store and the handler runs
+// once.
 func Example() {
 	store := server.NewMemoryStore()
 	defer store.Close()
-	idem, err := server.New(store, server.WithPrincipalSecret([]byte("keep this secret")))
+	// Callers are accounts, put in the context by the API's own
+	// authentication (here: a fixed API key per account).
+	idem, err := server.New(store, server.WithPrincipal(server.AccountFromContext(accountKey{})))
 	if err != nil {
 		panic(err)
 	}
@@ -27,12 +30,13 @@ func Example() {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":"pay_%d"}`, runs)
 	})
-	api := httptest.NewServer(idem.Handler(mux))
+	api := httptest.NewServer(authenticate(idem.Handler(mux)))
 	defer api.Close()
 
-	for range 2 {
+	// The retry carries the account's renewed token.
+	for _, token := range []string{"sk_test_1", "sk_test_1_renewed"} {
 		req, _ := http.NewRequest(http.MethodPost, api.URL+"/payments", strings.NewReader(`{"amount":1000}`))
-		req.Header.Set("Authorization", "Bearer sk_test_1")
+		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Idempotency-Key", "order-42")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -46,6 +50,25 @@ func Example() {
 	// 201 replayed: false
 	// 201 replayed: true
 	// handler runs: 1
+}
+
+// accountKey is the context key of the caller's account.
+type accountKey struct{}
+
+// authenticate stands for the API's own authentication: it finds the
+// caller's account and puts it in the context, before the idempotency
+// layer runs. Every token of an account names the same account, so a
+// retry under a renewed token is still replayed.
+func authenticate(next http.Handler) http.Handler {
+	accounts := map[string]string{"Bearer sk_test_1": "acct_1", "Bearer sk_test_1_renewed": "acct_1"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		account, ok := accounts[r.Header.Get("Authorization")]
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accountKey{}, account)))
+	})
 }
 
 // A queue consumer: the second delivery of message m-1 returns the first

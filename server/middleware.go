@@ -32,9 +32,9 @@ type Middleware struct {
 	captures capturePool
 }
 
-// New returns the idempotency layer over store. Unless WithPrincipal says
-// otherwise, keys are scoped by bearer token, hashed with the secret of
-// WithPrincipalSecret, which is then required.
+// New returns the idempotency layer over store. It needs a principal
+// choice, WithPrincipal or WithAnonymous, which scopes every key; without
+// one it returns ErrNoPrincipal, which lists the helpers.
 func New(store Store, opts ...Option) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("server: New needs a store")
@@ -43,11 +43,8 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	if cfg.principal == nil {
-		if len(cfg.principalSecret) == 0 {
-			return nil, errors.New("server: WithPrincipalSecret is required unless WithPrincipal is given")
-		}
-		cfg.principal = BearerPrincipal(cfg.principalSecret)
+	if err := checkPrincipalChoice(&cfg); err != nil {
+		return nil, err
 	}
 	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil
 }
@@ -105,10 +102,8 @@ func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route 
 
 // serveProtocol runs the protocol for one guarded request.
 func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
-	principal, err := m.cfg.principal(r)
-	if err != nil {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		WriteProblem(w, http.StatusUnauthorized, ProblemUnauthorized, "Unauthorized", err.Error(), 0)
+	principal, ok := m.principalOf(w, r)
+	if !ok {
 		return
 	}
 	key, body, ok := m.requestKey(w, r)

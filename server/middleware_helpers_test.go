@@ -221,10 +221,12 @@ func newBenchKey(i int) string { return fmt.Sprintf("key-%d", i) }
 // testSecret keys the principal hash of every test layer.
 var testSecret = []byte("test principal secret")
 
-// mustNew is server.New with the test secret, failing t on error.
+// mustNew is server.New scoping keys by bearer token under the test
+// secret, requests without one anonymous, failing t on error.
 func mustNew(t testing.TB, store server.Store, opts ...server.Option) *server.Middleware {
 	t.Helper()
-	m, err := server.New(store, append([]server.Option{server.WithPrincipalSecret(testSecret)}, opts...)...)
+	base := []server.Option{server.WithPrincipal(server.BearerPrincipal(testSecret)), server.WithAnonymous()}
+	m, err := server.New(store, append(base, opts...)...)
 	require.NoError(t, err)
 	return m
 }

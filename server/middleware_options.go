@@ -41,7 +41,8 @@ type config struct {
 	storedHeaders        []string // canonical names
 	methods              map[string]bool
 	principal            PrincipalFunc
-	principalSecret      []byte
+	anonymous            bool // WithAnonymous
+	principalSecret      bool // the deprecated WithPrincipalSecret was given
 	key                  keySource
 	answers              Answers
 	replayMismatch       bool

@@ -44,6 +44,7 @@ type serveFlags struct {
 	store5xx        bool
 	adminToken      string
 	principalKey    string
+	accounts        []string // --account values, ACCOUNT=TOKEN[,TOKEN…]
 	admin           bool
 	adminAddr       string
 	timeouts        serveTimeouts
@@ -79,8 +80,13 @@ Idempotency-Key and follow the idempotency protocol (in the default dialect).
 "Authorization: Bearer <token>" names the principal, which is stored only
 as an HMAC of the token under --principal-key (or $` + principalKeyEnv + `): give
 every replica sharing a store, and every restart, the same key. A memory
-store without one uses a random key per process. Requests without
-Authorization share one principal that no token, not even "anonymous", has.
+store without one uses a random key per process. Every token is then its own
+principal: a renewed token is a new scope, where a retry runs again.
+--account ACCOUNT=TOKEN[,TOKEN...] (repeatable, or $` + accountsEnv + `, entries
+separated by ';') models accounts instead: any of an account's tokens names it,
+keys and payments are scoped by account, so a retry under a renewed token is
+replayed; other tokens are answered 401. Requests without Authorization share
+one principal that no token or account, not even "anonymous", has.
 
 --store says where keys and payments live: "memory" (the default; lost on
 exit; bounded by --memory-max-records and --memory-max-bytes, past which
@@ -111,6 +117,7 @@ SIGINT or SIGTERM drains requests and exits.`,
 		Example: `  idem serve
   idem serve --addr 127.0.0.1:9000 --retention 1h --payout-delay 5s
   idem serve --dialect stripe
+  idem serve --account acct_1=tok_old,tok_new --account acct_2=tok_b
   IDEM_PRINCIPAL_KEY=$KEY idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
   IDEM_PRINCIPAL_KEY=$KEY idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
   IDEM_ADMIN_TOKEN=secret idem serve --admin --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
@@ -121,6 +128,9 @@ SIGINT or SIGTERM drains requests and exits.`,
 			}
 			if f.principalKey == "" {
 				f.principalKey = getenv(principalKeyEnv)
+			}
+			if len(f.accounts) == 0 {
+				f.accounts = accountsFromEnv(getenv(accountsEnv))
 			}
 			// --admin-addr alone is as explicit as --admin.
 			f.admin = f.admin || cmd.Flags().Changed("admin-addr")
@@ -148,6 +158,9 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.StringVar(&f.principalKey, "principal-key", "",
 		"key of the HMAC that turns bearer tokens into stored principals (default $"+principalKeyEnv+
 			"; required with a shared --store, the same on every replica; random per process for memory)")
+	fl.StringArrayVar(&f.accounts, "account", nil,
+		"ACCOUNT=TOKEN[,TOKEN...]: scope keys by account, any of its tokens naming it (repeatable; default $"+accountsEnv+
+			", entries separated by ';'); other tokens are refused")
 	fl.StringVar(&f.adminToken, "admin-token", "", "bearer token of /admin/faults (default $"+adminTokenEnv+"); needs --admin")
 	fl.BoolVar(&f.admin, "admin", false, "serve /admin/faults (it can kill this process) on --admin-addr")
 	fl.StringVar(&f.adminAddr, "admin-addr", defaultAdminAddr, `address of the admin API (implies --admin); "public" serves it on --addr`)
@@ -185,8 +198,11 @@ func (f serveFlags) validate() error {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %d", name, n))
 		}
 	}
-	if kind, err := parseStoreKind(f.store); err == nil && kind != storeMemory && f.principalKey == "" {
-		errs = append(errs, fmt.Errorf("a shared --store needs --principal-key or $%s: every replica, and every restart, "+
+	if _, err := parseAccounts(f.accounts); err != nil {
+		errs = append(errs, err)
+	}
+	if kind, err := parseStoreKind(f.store); err == nil && kind != storeMemory && f.principalKey == "" && len(f.accounts) == 0 {
+		errs = append(errs, fmt.Errorf("a shared --store needs --principal-key or $%s (or --account): every replica, and every restart, "+
 			"must hash bearer tokens with the same key, or each puts every caller in a new scope where retries run again", principalKeyEnv))
 	}
 	if f.principalKey != "" && len(f.principalKey) < testserver.MinPrincipalKeyLen {
@@ -261,6 +277,10 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	if f.principalKey != "" {
 		opts = append(opts, testserver.WithPrincipalKey([]byte(f.principalKey)))
 	}
+	accounts, _ := parseAccounts(f.accounts) // validated
+	if accounts != nil {
+		opts = append(opts, testserver.WithAccounts(accounts))
+	}
 	if store != nil {
 		opts = append(opts, testserver.WithStore(store))
 	}
@@ -294,12 +314,16 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		servers = append(servers, newHTTPServer(h, f, logger))
 		listeners = append(listeners, adminLn)
 	}
-	principalKey := "given" // never the key itself
-	if f.principalKey == "" {
-		principalKey = "random for this process"
+	// Never the key or a token itself.
+	principal := "bearer token, principal key given"
+	switch {
+	case accounts != nil:
+		principal = fmt.Sprintf("account (%d accounts)", len(accounts))
+	case f.principalKey == "":
+		principal = "bearer token, principal key random for this process"
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "store", redactURL(f.store),
-		"dialect", f.dialect, "retention", f.retention, "admin", adminAt, "principal_key", principalKey)
+		"dialect", f.dialect, "retention", f.retention, "admin", adminAt, "principal", principal)
 
 	served := make(chan error, len(servers))
 	for i, s := range servers {

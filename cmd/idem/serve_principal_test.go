@@ -57,7 +57,7 @@ func TestServe_SharedStoreNeedsAPrincipalKey(t *testing.T) {
 func TestServe_AnonymousTokenIsNotTheAnonymousCaller(t *testing.T) {
 	t.Parallel()
 	first, logs, _ := startServe(t, nil)
-	assert.Contains(t, logs.text(), `principal_key=given`)
+	assert.Contains(t, logs.text(), `principal="bearer token, principal key given"`)
 	assert.NotContains(t, logs.text(), testPrincipalKey, "the key is never logged")
 	client := noKeepAlive()
 	anon, err := send(t, client, http.MethodPost, first+"/v1/payments", "k2", nil)

@@ -39,7 +39,10 @@ type ordersAPI struct {
 
 func newOrdersAPI(store server.Store, orders orderStore) (*ordersAPI, error) {
 	// The layer and the handler agree on who the caller is: the bearer
-	// token, stored only as a keyed hash.
+	// token, stored only as a keyed hash. This API's callers hold API keys
+	// that never rotate; an API whose tokens are renewed names the account
+	// instead (server.AccountFromContext after its own authentication), or
+	// a retry under a renewed token would create a second order.
 	principal := server.BearerPrincipal(secret())
 	idem, err := server.New(store, server.WithPrincipal(principal), server.WithRetention(24*time.Hour))
 	if err != nil {

@@ -118,9 +118,9 @@ func payments(ctx context.Context, out io.Writer, tp *sdktrace.TracerProvider, m
 	*closers = append(*closers, ref.Close)
 
 	// A handler of our own behind the idempotency middleware, so the
-	// idem.server.* metrics show too.
-	layer, err := server.New(server.NewMemoryStore(),
-		server.WithPrincipalSecret([]byte("example principal secret")),
+	// idem.server.* metrics show too. This demo has one caller, so every
+	// key is in one anonymous scope, chosen explicitly.
+	layer, err := server.New(server.NewMemoryStore(), server.WithAnonymous(),
 		server.WithTracerProvider(tp), server.WithMeterProvider(mp))
 	if err != nil {
 		return err

@@ -52,9 +52,10 @@ func (a dialectAnswers) Replayed(h http.Header, status int) int { return a.d.rep
 
 // newIdempotency is package server's layer speaking d over store, keys
 // scoped by the keyed hash of the bearer token (the process's key unless
-// opts give a principal); opts come after the dialect's and win.
+// opts give a principal), requests without one anonymous by choice; opts
+// come after the dialect's and win.
 func newIdempotency(store server.Store, d Dialect, opts ...server.Option) *server.Middleware {
-	all := append(d.serverOptions(), server.WithPrincipal(principalFunc(processPrincipalKey())))
+	all := append(d.serverOptions(), server.WithPrincipal(server.BearerPrincipal(processPrincipalKey())), server.WithAnonymous())
 	m, err := server.New(store, append(all, opts...)...)
 	if err != nil {
 		panic(err) // unreachable: a store and a principal are always given

@@ -1,7 +1,9 @@
 package testserver
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -9,8 +11,9 @@ import (
 )
 
 // AnonymousPrincipal is the principal of a request without Authorization.
-// No bearer token, not even "anonymous", shares it: a token's principal
-// always starts with "bearer:".
+// No bearer token or account, not even one called "anonymous", shares it:
+// a token's principal starts with "bearer:", an account's with
+// "account:".
 const AnonymousPrincipal = server.AnonymousPrincipal
 
 // MinPrincipalKeyLen is the shortest key WithPrincipalKey accepts.
@@ -36,22 +39,53 @@ func WithPrincipalKey(key []byte) Option {
 	return func(c *config) { c.principalKey = append([]byte(nil), key...) }
 }
 
-// principalFunc is the server's principal: server.BearerPrincipal under
-// key. A malformed Authorization header is an error (the caller answers
-// 401), never a silent anonymous.
+// principalFunc is the payments API's principal without WithAccounts:
+// server.BearerPrincipal under key, and AnonymousPrincipal for a request
+// without Authorization, as the layer gives it under server.WithAnonymous.
+// A malformed Authorization header is an error (the caller answers 401),
+// never a silent anonymous.
 func principalFunc(key []byte) server.PrincipalFunc {
+	return orAnonymous(server.BearerPrincipal(key))
+}
+
+// orAnonymous returns p, with AnonymousPrincipal for a request that names
+// no principal.
+func orAnonymous(p server.PrincipalFunc) server.PrincipalFunc {
+	return func(r *http.Request) (string, error) {
+		principal, err := p(r)
+		if (err == nil && principal == "") || errors.Is(err, server.ErrUnidentified) {
+			return AnonymousPrincipal, nil
+		}
+		return principal, err
+	}
+}
+
+// layerPrincipal is the principal the idempotency layer is given: the
+// account the authentication put in the context under WithAccounts
+// (accounts non-nil), else the keyed hash of the bearer token. Requests
+// naming none are anonymous by explicit choice (server.WithAnonymous).
+func layerPrincipal(accounts accountBook, key []byte) server.PrincipalFunc {
+	if accounts != nil {
+		return server.AccountFromContext(accountCtxKey{})
+	}
 	return server.BearerPrincipal(key)
 }
 
 // PrincipalOf returns the principal the server gives requests carrying
-// "Authorization: Bearer <token>", or AnonymousPrincipal for "": what
-// its store holds payments under.
+// "Authorization: Bearer <token>" (the account's under WithAccounts), or
+// AnonymousPrincipal for "": what its store holds payments under.
 func (s *Server) PrincipalOf(token string) string {
 	r := &http.Request{Header: http.Header{}}
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
 	}
-	p, err := s.principal(r)
+	if s.accounts != nil {
+		var err error
+		if r, err = s.accounts.authenticate(r.WithContext(context.Background())); err != nil {
+			return "invalid token"
+		}
+	}
+	p, err := orAnonymous(s.principal)(r)
 	if err != nil {
 		return "invalid token"
 	}

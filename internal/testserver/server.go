@@ -34,7 +34,8 @@ type Server struct {
 	retention time.Duration
 	faults    *Faults
 	guarded   atomic.Int64
-	principal server.PrincipalFunc
+	principal server.PrincipalFunc // the layer's (layerPrincipal)
+	accounts  accountBook          // nil without WithAccounts
 
 	stopSweeper context.CancelFunc
 	sweeperDone chan struct{}
@@ -63,6 +64,9 @@ type config struct {
 	memBytes   int64
 	// principalKey keys the principal's HMAC (nil: processPrincipalKey).
 	principalKey []byte
+	// accounts maps account ids to their bearer tokens (WithAccounts;
+	// nil: every token is its own principal).
+	accounts map[string][]string
 	// retentionSet and store5xxSet say the option was given, so the
 	// dialect's defaults do not override it.
 	retentionSet, store5xxSet bool
@@ -165,7 +169,12 @@ func New(opts ...Option) (*Server, error) {
 	if dialectErr == nil {
 		cfg.applyDialectDefaults(dialect)
 	}
-	if err := cfg.validate(dialectErr); err != nil {
+	var accounts accountBook
+	var accountsErr error
+	if cfg.accounts != nil {
+		accounts, accountsErr = newAccountBook(cfg.accounts)
+	}
+	if err := cfg.validate(errors.Join(dialectErr, accountsErr)); err != nil {
 		return nil, err
 	}
 	if cfg.logger == nil {
@@ -175,7 +184,7 @@ func New(opts ...Option) (*Server, error) {
 		cfg.principalKey = processPrincipalKey()
 	}
 	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention,
-		principal: principalFunc(cfg.principalKey)}
+		principal: layerPrincipal(accounts, cfg.principalKey), accounts: accounts}
 	if s.store == nil {
 		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention),
 			WithCapacity(cfg.memRecords, cfg.memBytes))
@@ -200,12 +209,12 @@ func (c *config) applyDialectDefaults(d Dialect) {
 	}
 }
 
-// validate rejects options that cannot work, naming the option;
-// dialectErr is the failed lookup of the dialect's name, if it failed.
-func (c *config) validate(dialectErr error) error {
+// validate rejects options that cannot work, naming the option; optErr
+// is what the dialect's lookup and the accounts' check found, if anything.
+func (c *config) validate(optErr error) error {
 	var errs []error
-	if dialectErr != nil {
-		errs = append(errs, dialectErr)
+	if optErr != nil {
+		errs = append(errs, optErr)
 	}
 	positive := func(name string, d time.Duration) {
 		if d <= 0 {
@@ -257,15 +266,18 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		maxBody:     cfg.maxBody,
 		payoutDelay: cfg.payoutDelay,
 		logger:      cfg.logger,
-		principal:   s.principal,
+		principal:   orAnonymous(s.principal),
 		// The layer below is given the same principal function.
 		heldPrincipal: true,
 	}
-	idem := newIdempotency(s.store, dialect, server.WithPrincipal(s.principal),
+	// The principal is chosen explicitly: the account under WithAccounts,
+	// else the bearer token's keyed hash; no Authorization is anonymous.
+	idem := newIdempotency(s.store, dialect, server.WithPrincipal(s.principal), server.WithAnonymous(),
 		server.WithLease(cfg.lease), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
 		server.WithMaxBody(cfg.maxBody), server.WithLogger(cfg.logger))
+	auth := s.accounts.authenticated
 	guard := func(route string, h http.HandlerFunc) http.Handler {
-		inner := s.faults.outside(idem.Wrap(route, s.faults.inside(h)), cfg.logger)
+		inner := auth(s.faults.outside(idem.Wrap(route, s.faults.inside(h)), cfg.logger))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.guarded.Add(1)
 			inner.ServeHTTP(w, r)
@@ -274,17 +286,17 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 
 	mux := http.NewServeMux()
 	handleMethods(mux, routePayments, map[string]http.Handler{
-		http.MethodGet:  http.HandlerFunc(api.listPayments),
+		http.MethodGet:  auth(http.HandlerFunc(api.listPayments)),
 		http.MethodPost: guard(routePayments, api.createPayment),
 	})
 	handleMethods(mux, routePayments+"/{id}", map[string]http.Handler{
-		http.MethodGet: http.HandlerFunc(api.getPayment),
+		http.MethodGet: auth(http.HandlerFunc(api.getPayment)),
 	})
 	handleMethods(mux, routePayouts, map[string]http.Handler{
 		http.MethodPost: guard(routePayouts, api.createPayout),
 	})
 	handleMethods(mux, "/v1/operations/{id}", map[string]http.Handler{
-		http.MethodGet: http.HandlerFunc(api.getOperation),
+		http.MethodGet: auth(http.HandlerFunc(api.getOperation)),
 	})
 	if cfg.adminToken != "" && !cfg.adminApart {
 		s.handleAdmin(mux, cfg)

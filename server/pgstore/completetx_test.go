@@ -48,7 +48,7 @@ func countOrders(t *testing.T, pool *pgxpool.Pool, orders string) int {
 func TestCompleteTxCommitsTheEffectWithTheKey(t *testing.T) {
 	t.Parallel()
 	store, pool, orders := openOnPool(t)
-	idem, err := server.New(store, server.WithPrincipalSecret([]byte("s")))
+	idem, err := server.New(store, server.WithAnonymous())
 	require.NoError(t, err)
 	n := 0
 	api := idem.Wrap("/orders", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -61,7 +61,8 @@ func run(ctx context.Context, addr, dsn, schema string) error {
 	}
 	defer store.Close()
 	// The layer and the handlers agree on who the caller is: the bearer
-	// token, kept only as a keyed hash.
+	// token, kept only as a keyed hash. The shop's callers hold API keys
+	// that never rotate; a request without one is refused 401.
 	principal := server.BearerPrincipal([]byte("shop secret"))
 	idem, err := server.New(store, server.WithPrincipal(principal))
 	if err != nil {
