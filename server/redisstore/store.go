@@ -84,6 +84,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // node, a cluster client for url in its place (single is then closed).
 func clusterIfNode(ctx context.Context, single *redis.Client, url string) (redis.UniversalClient, error) {
 	node, err := isClusterNode(ctx, single)
+	if redis.HasErrorPrefix(err, "SELECT is not allowed in cluster mode") {
+		node, err = true, nil // a cluster node, and the URL names a database: refused below
+	}
 	if err != nil || !node {
 		// A server that cannot say (unreachable, or INFO disabled) is
 		// taken as one server: newStore's ping reports one unreachable.
