@@ -45,7 +45,7 @@ func parseStoreKind(location string) (storeKind, error) {
 		if found {
 			return storePostgres, nil
 		}
-	case "redis", "rediss":
+	case "redis", "rediss", "unix":
 		if found {
 			return storeRedis, nil
 		}

@@ -23,6 +23,8 @@ func TestParseStoreKind(t *testing.T) {
 		"POSTGRESQL://u@h/db?sslmode=verify": storePostgres,
 		"redis://127.0.0.1:6379/0":           storeRedis,
 		"rediss://u:p@h:6380":                storeRedis,
+		"redis://h:7000?addr=h:7001":         storeRedis,
+		"unix:///run/redis.sock":             storeRedis,
 	} {
 		got, err := parseStoreKind(in)
 		require.NoError(t, err, in)
