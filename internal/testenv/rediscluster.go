@@ -39,6 +39,8 @@ type redisNode struct {
 	port int
 	dir  string
 	cmd  *exec.Cmd // nil while killed
+	// exited is closed once cmd's process has exited and been waited for.
+	exited <-chan struct{}
 }
 
 // StartRedisCluster starts a cluster of masters masters, splits the hash
@@ -121,10 +123,25 @@ func (c *RedisCluster) start(n *redisNode) {
 		c.tb.Fatalf("redis cluster: start redis-server on :%d: %v", n.port, err)
 	}
 	n.cmd = cmd
+	exited := make(chan struct{})
+	n.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
 	client := redis.NewClient(&redis.Options{Addr: n.addr()})
 	defer func() { _ = client.Close() }()
 	deadline := time.Now().Add(redisClusterWait)
-	for client.Ping(context.Background()).Err() != nil {
+	for {
+		select {
+		case <-exited:
+			c.tb.Fatalf("redis cluster: redis-server on :%d exited at start; its log: %s", n.port, n.log())
+		default:
+		}
+		dir, err := client.ConfigGet(context.Background(), "dir").Result()
+		if err == nil {
+			if dir["dir"] != n.dir {
+				c.tb.Fatalf("redis cluster: another Redis answers on :%d (dir %q)", n.port, dir["dir"])
+			}
+			return
+		}
 		if time.Now().After(deadline) {
 			c.tb.Fatalf("redis cluster: node :%d did not answer within %v; its log: %s", n.port, redisClusterWait, n.log())
 		}
@@ -216,7 +233,7 @@ func (c *RedisCluster) Kill(i int) {
 	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		c.tb.Fatalf("redis cluster: kill :%d: %v", n.port, err)
 	}
-	_ = n.cmd.Wait()
+	<-n.exited
 	n.cmd = nil
 }
 
@@ -243,7 +260,7 @@ func (c *RedisCluster) stop() {
 	for _, n := range c.nodes {
 		if n.cmd != nil {
 			_ = n.cmd.Process.Kill()
-			_ = n.cmd.Wait()
+			<-n.exited
 			n.cmd = nil
 		}
 	}

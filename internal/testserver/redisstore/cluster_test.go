@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,6 +102,8 @@ func TestClusterMasterKilledMidLoad(t *testing.T) {
 	// Phase 1: load with three concurrent duplicates per intent; the
 	// victim is killed once a third of the intents were answered.
 	load := intents("load", 6)
+	// Interleaved, so requests for every master are in flight at the kill.
+	mrand.Shuffle(len(load), func(i, j int) { load[i], load[j] = load[j], load[i] })
 	var (
 		mu      sync.Mutex
 		answers = map[string][]clusterAnswer{}
