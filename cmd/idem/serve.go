@@ -94,11 +94,15 @@ new keys and payments are answered 503 with Retry-After while held keys
 still replay), a postgres:// URL (several replicas may share one database and
 --store-schema; the payment and its key commit in one transaction), or a
 redis:// URL (shared too, but Redis may lose acknowledged writes unless it
-runs with appendfsync always). A Redis that persists nothing (appendonly no
-and save "") or whose maxmemory-policy may evict keys (anything but
-noeviction: every record has a TTL, so volatile-* policies evict them too)
-is refused at start, unless --redis-allow-volatile says the data is
-throwaway; a Redis whose CONFIG command is disabled is used with a warning.
+runs with appendfsync always). A Redis Cluster is named by any one node
+(redis://host:7000, found to be a cluster node) or by several, in
+go-redis's cluster form redis://host:7000?addr=host:7001&addr=host:7002;
+go-redis options such as read_timeout=2s go in the query. A Redis (any
+cluster master) that persists nothing (appendonly no and save "") or whose
+maxmemory-policy may evict keys (anything but noeviction: every record has
+a TTL, so volatile-* policies evict them too) is refused at start, unless
+--redis-allow-volatile says the data is throwaway; a Redis whose CONFIG
+command is disabled is used with a warning.
 
 --dialect makes the server speak another provider's idempotency dialect on
 the same payments API, simulated from that provider's documentation: where
@@ -120,6 +124,7 @@ SIGINT or SIGTERM drains requests and exits.`,
   idem serve --account acct_1=tok_old,tok_new --account acct_2=tok_b
   IDEM_PRINCIPAL_KEY=$KEY idem serve --store 'postgres://app@db.internal:5432/payments?sslmode=require'
   IDEM_PRINCIPAL_KEY=$KEY idem serve --store redis://127.0.0.1:6379/0 --store-prefix 'staging:'
+  IDEM_PRINCIPAL_KEY=$KEY idem serve --store 'redis://10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000'
   IDEM_ADMIN_TOKEN=secret idem serve --admin --fail-next 2 --fail-status 503 --fail-retry-after 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

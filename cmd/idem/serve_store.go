@@ -17,7 +17,8 @@ import (
 )
 
 // storeForms lists what --store accepts, for help and error messages.
-const storeForms = "memory, postgres://… (postgresql://…) or redis://… (rediss://…)"
+const storeForms = "memory, postgres://… (postgresql://…), redis://… (rediss://…) or a Redis Cluster, " +
+	"redis://host:p1?addr=host:p2&addr=host:p3"
 
 // storeOpenTimeout bounds connecting to the store at start, so a
 // database that does not answer fails the command instead of hanging it.
@@ -44,7 +45,7 @@ func parseStoreKind(location string) (storeKind, error) {
 		if found {
 			return storePostgres, nil
 		}
-	case "redis", "rediss":
+	case "redis", "rediss", "unix":
 		if found {
 			return storeRedis, nil
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -22,6 +23,8 @@ func TestParseStoreKind(t *testing.T) {
 		"POSTGRESQL://u@h/db?sslmode=verify": storePostgres,
 		"redis://127.0.0.1:6379/0":           storeRedis,
 		"rediss://u:p@h:6380":                storeRedis,
+		"redis://h:7000?addr=h:7001":         storeRedis,
+		"unix:///run/redis.sock":             storeRedis,
 	} {
 		got, err := parseStoreKind(in)
 		require.NoError(t, err, in)
@@ -90,6 +93,31 @@ func TestServe_RedisStoreOutlivesTheProcess(t *testing.T) {
 	// not of Redis, is what the test survives.
 	args := []string{"--store", url, "--store-prefix", prefix, "--redis-allow-volatile"}
 	assertStoreOutlivesServer(t, args)
+}
+
+// idem serve takes a Redis Cluster in go-redis's cluster URL form, checks
+// every master (the test cluster persists, so no override is needed) and
+// serves and replays payments whose keys live on any master.
+func TestServe_RedisClusterStore(t *testing.T) {
+	t.Parallel()
+	cluster := testenv.StartRedisCluster(t, 3)
+	args := []string{"--store", cluster.URL(), "--store-prefix", "idemserve:"}
+	assertStoreOutlivesServer(t, args)
+	// 24 tenants, whose key groups fall on every master (checked below).
+	url, _, stop := startServe(t, nil, args...)
+	for i := range 24 {
+		token := fmt.Sprintf("tok_cluster_%d", i)
+		auth := http.Header{"Authorization": {"Bearer " + token}}
+		created, err := send(t, noKeepAlive(), http.MethodPost, url+"/v1/payments", "k-"+token, auth)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, created.status, created.body)
+	}
+	require.NoError(t, stop())
+	for i := range cluster.Addrs() {
+		n, err := cluster.Node(i).DBSize(t.Context()).Result()
+		require.NoError(t, err)
+		assert.Positive(t, n, "master %d holds keys", i)
+	}
 }
 
 // A Redis that persists nothing would forget every key on its restart, and

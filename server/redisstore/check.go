@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -64,7 +66,7 @@ func assessConfig(c serverConfig) configAssessment {
 
 // readServerConfig reads the settings assessConfig needs, one CONFIG GET
 // each (older servers take one pattern at a time).
-func readServerConfig(ctx context.Context, client *redis.Client) (serverConfig, error) {
+func readServerConfig(ctx context.Context, client redis.Cmdable) (serverConfig, error) {
 	names := []string{"appendonly", "appendfsync", "save", "maxmemory", "maxmemory-policy"}
 	values := make(map[string]string, len(names))
 	for _, name := range names {
@@ -87,33 +89,75 @@ func readServerConfig(ctx context.Context, client *redis.Client) (serverConfig, 
 	}, nil
 }
 
+// checkServers runs checkServer on every server the store writes to: each
+// master of a Redis Cluster (at start; a master added later is not
+// checked), each shard of a ring, or the one server. Each reason names
+// its server.
+func checkServers(ctx context.Context, client redis.UniversalClient, allowVolatile bool, logger *slog.Logger) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	each := func(ctx context.Context, node *redis.Client) error {
+		err := checkServer(ctx, node, node.Options().Addr, allowVolatile, logger)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return nil
+	}
+	var err error
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, each)
+	case *redis.Ring:
+		err = c.ForEachShard(ctx, each)
+	case *redis.Client:
+		err = each(ctx, c)
+	default:
+		err = checkServer(ctx, client, describe(client), allowVolatile, logger)
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: checking the servers' configuration: %w", err)
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
 // checkServer reads and judges the server's configuration: an unsafe one
 // is ErrUnsafeServer, unless allowVolatile, which logs it at Error
 // instead. A server that will not say (CONFIG disabled or renamed, as
 // managed services do) is logged as unchecked, not refused: the operator
 // has to vouch for it.
-func checkServer(ctx context.Context, client *redis.Client, allowVolatile bool, logger *slog.Logger) error {
+func checkServer(ctx context.Context, client redis.Cmdable, addr string, allowVolatile bool, logger *slog.Logger) error {
 	c, err := readServerConfig(ctx, client)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("redisstore: reading the server's configuration: %w", err)
+			return fmt.Errorf("redisstore: reading the configuration of %s: %w", addr, err)
 		}
 		logger.Warn("redisstore: cannot read the Redis configuration; persistence and eviction are unchecked: "+
-			"make sure Redis persists every write and never evicts (maxmemory-policy noeviction)", "err", err)
+			"make sure Redis persists every write and never evicts (maxmemory-policy noeviction)", "server", addr, "err", err)
 		return nil
 	}
 	a := assessConfig(c)
 	for _, w := range a.warnings {
-		logger.Warn("redisstore: " + w)
+		logger.Warn("redisstore: "+w, "server", addr)
 	}
 	if len(a.refusals) == 0 {
 		return nil
 	}
 	if allowVolatile {
 		for _, r := range a.refusals {
-			logger.Error("redisstore: UNSAFE, allowed by the volatile override: " + r)
+			logger.Error("redisstore: UNSAFE, allowed by the volatile override: "+r, "server", addr)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrUnsafeServer, strings.Join(a.refusals, "; "))
+	return fmt.Errorf("%w: %s: %s", ErrUnsafeServer, addr, strings.Join(a.refusals, "; "))
 }

@@ -52,6 +52,30 @@
 // principal. A prefix with a hash tag of its own ("{idem}:") puts the
 // whole store in that one slot instead.
 //
+// # Redis Cluster and clients of your own
+//
+// Open takes go-redis's URL forms: one server, a Redis Cluster by several
+// nodes (redis://host:p1?addr=host:p2&addr=host:p3), or by one node, which
+// Open finds to be a cluster node. New takes any redis.UniversalClient: a
+// cluster client, a Sentinel failover client, a ring. Each script runs on
+// the master of its key group's slot; the start-up check runs on every
+// master; Sweep runs every group's script on that group's master, and
+// when one is down sweeps the others and reports the groups it could not
+// reach. A master that is down fails the calls for its slots, which the
+// layer answers 503, while the others go on.
+//
+// # Deadlines and retries
+//
+// Every call honours its context's deadline — the layer's
+// server.WithStoreTimeout — as the clients Open builds set go-redis's
+// ContextTimeoutEnabled; New refuses a go-redis client without it
+// (ErrContextTimeoutDisabled). go-redis's ReadTimeout and WriteTimeout
+// (read_timeout=, write_timeout= in the URL) bound calls without a
+// deadline. A script is sent once, whatever the client's MaxRetries: one
+// whose reply was lost may have run, and only the caller's retry under
+// the same idempotency key resolves that safely. MOVED and ASK redirects
+// are followed: they mean the script did not run.
+//
 // # Start-up check
 //
 // Open reads the server's configuration (CONFIG GET) and refuses, with
@@ -62,5 +86,6 @@
 // overrides the refusal for tests and throwaway data, logging each reason
 // at Error. Snapshots without AOF, or appendfsync other than always, are
 // logged as warnings; a server that will not answer CONFIG (renamed or
-// disabled, as on some managed services) is used with a warning.
+// disabled, as on some managed services) is used with a warning. On a
+// cluster every master is checked, and a refusal names the master.
 package redisstore

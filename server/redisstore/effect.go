@@ -17,7 +17,7 @@ var ErrEffectRefused = errors.New("redisstore: effect refused")
 // Effect is a write of the API's own, in Lua, that commits in one atomic
 // script with a key's completion: Redis's form of a transaction shared
 // with the key (see CommitEffect).
-type Effect struct{ withCompletion, alone *redis.Script }
+type Effect struct{ withCompletion, alone script }
 
 // NewEffect returns the effect whose Lua check runs first and returns
 // nothing to go on, or a string to refuse the effect ("ok" and "fenced"
@@ -29,7 +29,7 @@ type Effect struct{ withCompletion, alone *redis.Script }
 func NewEffect(check, write string) *Effect {
 	funcs := "\nlocal function check()\n" + check + "\nend\nlocal function write()\n" + write + "\nend\n"
 	return &Effect{
-		withCompletion: redis.NewScript(luaPrelude + funcs + `
+		withCompletion: newScript(luaPrelude + funcs + `
 local rec, n = KEYS[#KEYS - 1], #ARGV - 6
 if not owns(rec, ARGV[n + 1]) then return 'fenced' end
 local refused = check()
@@ -37,7 +37,7 @@ if refused then return refused end
 complete(rec, n + 2)
 write()
 return 'ok'`),
-		alone: redis.NewScript(funcs + `
+		alone: newScript(funcs + `
 local refused = check()
 if refused then return refused end
 write()
@@ -52,17 +52,17 @@ return 'ok'`),
 // e's check is ErrEffectRefused. In Redis Cluster, keys must share the
 // slot of c's record: start them with KeyGroup of c's principal.
 func (s *Store) CommitEffect(ctx context.Context, e *Effect, c *server.Completion, keys []string, args ...any) error {
-	script := e.alone
+	sc := e.alone
 	if c != nil {
 		cargs, err := completionArgs(*c)
 		if err != nil {
 			return err
 		}
-		script = e.withCompletion
+		sc = e.withCompletion
 		keys = append(keys[:len(keys):len(keys)], s.keys.record(c.Reservation.Scope, c.Reservation.Key), s.keys.expiries(c.Reservation.Scope.Principal))
 		args = append(args[:len(args):len(args)], cargs...) // the token, then the completion
 	}
-	answer, err := script.Run(ctx, s.client, keys, args...).Text()
+	answer, err := sc.run(ctx, s.client, keys, args...).Text()
 	if err != nil {
 		return fmt.Errorf("redisstore: effect: %w", err)
 	}
@@ -77,8 +77,10 @@ func (s *Store) CommitEffect(ctx context.Context, e *Effect, c *server.Completio
 	}
 }
 
-// Client returns the store's Redis client, for reads of the API's own.
-func (s *Store) Client() *redis.Client { return s.client }
+// Client returns the store's Redis client, for reads of the API's own: a
+// *redis.Client for one server, a *redis.ClusterClient for a Redis
+// Cluster, or the client given to New.
+func (s *Store) Client() redis.UniversalClient { return s.client }
 
 // Prefix returns the prefix of every key the store writes.
 func (s *Store) Prefix() string { return s.keys.prefix }

@@ -1,7 +1,5 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
-
 // luaPrelude is shared by every script. Times are the Redis server's, in
 // milliseconds. A completion's arguments are five consecutive ARGV
 // entries: status, encoded header, body, resource id, retention in ms; the
@@ -102,14 +100,14 @@ return swept
 // scripts are the store's Lua scripts, loaded on first use (EVALSHA with
 // a fallback to EVAL).
 type scripts struct {
-	reserve, complete, release, sweep *redis.Script
+	reserve, complete, release, sweep script
 }
 
 func newScripts() scripts {
 	return scripts{
-		reserve:  redis.NewScript(reserveLua),
-		complete: redis.NewScript(completeLua),
-		release:  redis.NewScript(releaseLua),
-		sweep:    redis.NewScript(sweepLua),
+		reserve:  newScript(reserveLua),
+		complete: newScript(completeLua),
+		release:  newScript(releaseLua),
+		sweep:    newScript(sweepLua),
 	}
 }

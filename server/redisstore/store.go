@@ -19,44 +19,109 @@ import (
 // any number of Stores (in one process or many) may share one Redis
 // database and prefix.
 type Store struct {
-	client  *redis.Client
-	keys    keys
-	scripts scripts
-	grace   time.Duration
-	logger  *slog.Logger
+	client     redis.UniversalClient
+	ownsClient bool
+	keys       keys
+	scripts    scripts
+	grace      time.Duration
+	logger     *slog.Logger
 	// sweepCursor is the key group the next Sweep starts at.
 	sweepCursor atomic.Uint32
 }
 
 var _ server.Store = (*Store)(nil)
 
-// Open connects to the Redis server named by url (redis://, rediss:// or
-// unix://, as redis.ParseURL reads it) and checks that it answers. It
-// fails, rather than returning a store that fails later, when the server
-// cannot be reached, and with ErrUnsafeServer when its configuration
-// (CONFIG GET) says it persists nothing or may evict records, unless
-// WithAllowVolatile is given.
+// Open connects to the Redis named by url and checks that it answers. It
+// reads go-redis's URL forms:
 //
-// The client does not retry commands by itself: a script whose reply was
-// lost may have run, and only the caller's retry under the same
+//   - redis://[user:password@]host:port[/db][?option=value…] (rediss://
+//     for TLS, unix:///path for a socket): one server, as redis.ParseURL
+//     reads it; if that server is a Redis Cluster node, the store uses
+//     the whole cluster through it;
+//   - redis://[user:password@]host:p1?addr=host:p2&addr=host:p3: a Redis
+//     Cluster given by several of its nodes, as redis.ParseClusterURL
+//     reads it.
+//
+// Options such as read_timeout=2s or pool_size=20 go in the query, as
+// go-redis documents. For a Sentinel-managed Redis or a client of your
+// own, build it with go-redis and use New.
+//
+// Open fails, rather than returning a store that fails later, when the
+// server cannot be reached, with ErrInvalidURL when url cannot be read,
+// and with ErrUnsafeServer when the configuration (CONFIG GET) of the
+// server, or of any cluster master, says it persists nothing or may evict
+// records, unless WithAllowVolatile is given.
+//
+// Every call honours its context's deadline (the layer's
+// server.WithStoreTimeout), and a script is never sent twice: one whose
+// reply was lost may have run, and only the caller's retry under the same
 // idempotency key resolves that safely.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	ropts, err := redis.ParseURL(url)
+	client, err := clientFromURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: invalid URL: %w", err)
+		return nil, err
 	}
-	ropts.MaxRetries = -1
-	client := redis.NewClient(ropts)
+	if single, ok := client.(*redis.Client); ok {
+		client, err = clusterIfNode(ctx, single, url)
+		if err != nil {
+			return nil, err
+		}
+	}
+	s, err := newStore(ctx, client, cfg)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	s.ownsClient = true
+	return s, nil
+}
+
+// clusterIfNode returns single, or, when its server is a Redis Cluster
+// node, a cluster client for url in its place (single is then closed).
+func clusterIfNode(ctx context.Context, single *redis.Client, url string) (redis.UniversalClient, error) {
+	node, err := isClusterNode(ctx, single)
+	if redis.HasErrorPrefix(err, "SELECT is not allowed in cluster mode") {
+		node, err = true, nil // a cluster node, and the URL names a database: refused below
+	}
+	if err != nil || !node {
+		// A server that cannot say (unreachable, or INFO disabled) is
+		// taken as one server: newStore's ping reports one unreachable.
+		return single, nil
+	}
+	_ = single.Close()
+	return clusterClientFromURL(url)
+}
+
+// New returns a store on client, a go-redis client of the caller's: a
+// *redis.Client, a *redis.ClusterClient (Redis Cluster), a failover
+// client (Sentinel), or any redis.UniversalClient. It checks the server
+// as Open does — on a cluster, every master — and refuses, with
+// ErrContextTimeoutDisabled, a go-redis client whose options leave
+// ContextTimeoutEnabled false, since it would ignore the store timeout.
+// Scripts are sent once whatever the client's MaxRetries. Close does not
+// close client: the caller owns it.
+func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkClient(client); err != nil {
+		return nil, err
+	}
+	return newStore(ctx, client, cfg)
+}
+
+// newStore pings client, checks the servers' configuration and returns
+// the store on it.
+func newStore(ctx context.Context, client redis.UniversalClient, cfg config) (*Store, error) {
 	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("redisstore: connect to %s: %w", ropts.Addr, err)
+		return nil, fmt.Errorf("redisstore: connect to %s: %w", describe(client), err)
 	}
-	if err := checkServer(ctx, client, cfg.allowVolatile, cfg.logger); err != nil {
-		_ = client.Close()
+	if err := checkServers(ctx, client, cfg.allowVolatile, cfg.logger); err != nil {
 		return nil, err
 	}
 	return &Store{
@@ -68,8 +133,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}, nil
 }
 
-// Close closes the connection pool.
+// Close closes the connection pool of a store from Open; a store from New
+// leaves its client to the caller.
 func (s *Store) Close() error {
+	if !s.ownsClient {
+		return nil
+	}
 	return s.client.Close()
 }
 
@@ -82,7 +151,7 @@ func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprin
 		return nil, nil, fmt.Errorf("redisstore: lease must be at least 1ms, got %v", lease)
 	}
 	token := rand.Text()
-	reply, err := s.scripts.reserve.Run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries(scope.Principal)},
+	reply, err := s.scripts.reserve.run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries(scope.Principal)},
 		token, lease.Milliseconds(), fingerprint, s.grace.Milliseconds(),
 	).Slice()
 	if err != nil {
@@ -109,7 +178,7 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	r := c.Reservation
-	owned, err := s.scripts.complete.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, args...).Int64()
+	owned, err := s.scripts.complete.run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
@@ -122,7 +191,7 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 
 // Release implements server.Store.
 func (s *Store) Release(ctx context.Context, r server.Reservation) error {
-	owned, err := s.scripts.release.Run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, r.Token).Int64()
+	owned, err := s.scripts.release.run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, r.Token).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 // It is safe for concurrent use.
 type Store struct {
 	*redisstore.Store
-	client  *redis.Client
+	client  redis.UniversalClient
 	keys    keys
 	effects effects
 }
@@ -39,11 +39,26 @@ var (
 	ErrUnsafeServer      = redisstore.ErrUnsafeServer
 )
 
-// Open opens server/redisstore on url.
+// Open opens server/redisstore on url, in any of the forms it reads (one
+// server, or a Redis Cluster).
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	records, err := redisstore.Open(ctx, url, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Store: records, client: records.Client(), keys: keys{records: records}, effects: newEffects()}, nil
+	return wrap(records), nil
+}
+
+// New opens server/redisstore on a go-redis client of the caller's, as
+// redisstore.New does; Close leaves the client open.
+func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
+	records, err := redisstore.New(ctx, client, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(records), nil
+}
+
+func wrap(records *redisstore.Store) *Store {
+	return &Store{Store: records, client: records.Client(), keys: keys{records: records}, effects: newEffects()}
 }
