@@ -12,6 +12,9 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
+// The scope is the pattern; the path with its values is in the
+// fingerprint, so one key sent to another order is key reuse, never the
+// first order's answer.
 func TestHandlerScopesByTheMuxPattern(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -22,8 +25,11 @@ func TestHandlerScopesByTheMuxPattern(t *testing.T) {
 	first := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/1/pay", keys: []string{"k"}, body: paymentBody})
 	require.Equal(t, http.StatusCreated, first.Code)
 	again := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/2/pay", keys: []string{"k"}, body: paymentBody})
-	assert.True(t, replayed(again), "both paths match one pattern, one scope")
+	assert.Equal(t, http.StatusUnprocessableEntity, again.Code, "both paths match one pattern, one scope, two requests")
+	assert.False(t, replayed(again))
 	assert.Equal(t, 1, h.runs())
+	same := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/1/pay", keys: []string{"k"}, body: paymentBody})
+	assert.True(t, replayed(same), "the first order's retry replays")
 }
 
 func TestWithMethodsChoosesWhatIsGuarded(t *testing.T) {
