@@ -123,7 +123,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		return
 	}
 	if m.cfg.key.echo {
-		w.Header().Set(m.cfg.key.header, key)
+		w.Header().Set(m.cfg.key.header, echoValue(key))
 	}
 
 	if !checkJSONBody(w, r, body) {
