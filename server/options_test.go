@@ -32,6 +32,29 @@ func TestHandlerScopesByTheMuxPattern(t *testing.T) {
 	assert.True(t, replayed(same), "the first order's retry replays")
 }
 
+// Member names are kept byte for byte: a name that is not UTF-8 is
+// refused, and two names a decoder would both read as U+FFFD stay two
+// payloads.
+func TestWithKeyFieldRefusesNamesThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, server.WithKeyField("request_id"))
+	h := &countingHandler{}
+	wrapped := r.idem.Wrap(paymentsRoute, h)
+	send := func(body string) *httptest.ResponseRecorder {
+		return serve(wrapped, call{method: http.MethodPost, route: paymentsRoute, body: body})
+	}
+	bad := send("{\"request_id\":\"r-1\",\"amount\xff\":5}")
+	assert.Equal(t, http.StatusBadRequest, bad.Code)
+	assert.Equal(t, "application/problem+json", bad.Header().Get("Content-Type"))
+	assert.Contains(t, bad.Body.String(), "UTF-8")
+	assert.Equal(t, http.StatusBadRequest, send("{\"request_id\":\"r-1\",\"amount\xfe\":5}").Code)
+
+	require.Equal(t, http.StatusCreated, send(`{"request_id":"r-2","\ud800":5}`).Code)
+	assert.Equal(t, http.StatusUnprocessableEntity, send(`{"request_id":"r-2","\ud801":5}`).Code,
+		"another lone surrogate is another payload")
+	assert.Equal(t, 1, h.runs())
+}
+
 func TestWithMethodsChoosesWhatIsGuarded(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, server.WithMethods(http.MethodPut))
