@@ -107,7 +107,7 @@ func (s *brokenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.flaw == flawGlobalKeys {
 		scope = key
 	}
-	fingerprint := testserver.Fingerprint(r.Method, r.URL.Path, body)
+	fingerprint := testserver.Fingerprint(r.Method, r.URL.RequestURI(), body)
 	if s.flaw == flawNoFingerprint {
 		fingerprint = ""
 	}

@@ -42,6 +42,9 @@ const (
 	defectOtherReplayHeader
 	// defectUUIDOnly: only a bare UUID is accepted as a key.
 	defectUUIDOnly
+	// defectTargetOutsideFingerprint: the fingerprint is the body alone,
+	// so a used key sent with another query gets the first answer.
+	defectTargetOutsideFingerprint
 )
 
 // calibrationServer is a minimal payments API (POST and GET /v1/payments)
@@ -116,7 +119,11 @@ func (s *calibrationServer) create(w http.ResponseWriter, r *http.Request, princ
 	if s.defect == defectGlobalKeys {
 		scope = key
 	}
-	sum := sha256.Sum256(body)
+	target := r.URL.RequestURI()
+	if s.defect == defectTargetOutsideFingerprint {
+		target = ""
+	}
+	sum := sha256.Sum256(append([]byte(target+"\n"), body...))
 	fingerprint := string(sum[:])
 	if s.defect == defectNoFingerprint {
 		fingerprint = ""

@@ -33,6 +33,9 @@ const (
 	CheckReplayHeader = "replay-header"
 	CheckProblemTypes = "problem-types"
 	CheckRetryAfter   = "retry-after"
+	// CheckRequestTarget: the request target (query, and the path of
+	// OtherEndpoint) is part of what a key stands for.
+	CheckRequestTarget = "request-target"
 )
 
 // Levels of a check: how strongly the cited text requires what it checks.
@@ -77,6 +80,12 @@ type ConformanceOptions struct {
 	// Endpoint is the path of the guarded operation, joined to the base
 	// URL. Default DefaultConformanceEndpoint.
 	Endpoint string
+	// OtherEndpoint, when set, is a second path of the same operation
+	// that differs from Endpoint only in a path value, such as
+	// /v1/accounts/acct_B/refunds for /v1/accounts/acct_A/refunds: the
+	// request-target check (ProfileIdem) then also sends a used key
+	// there. Without it that check varies the query string only.
+	OtherEndpoint string
 	// Body returns the request body of the i-th distinct request. Distinct
 	// i must give distinct bodies, because the key-reuse check sends a
 	// second body under one key. Default: a payments body
@@ -245,6 +254,7 @@ const conformanceHoldDelay = 150 * time.Millisecond
 // conformanceConfig is ConformanceOptions with defaults applied.
 type conformanceConfig struct {
 	url         string
+	otherURL    string // "" without OtherEndpoint
 	body        func(i int) []byte
 	contentType string
 	header      http.Header
@@ -280,6 +290,9 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 	if !strings.HasPrefix(endpoint, "/") {
 		return nil, fmt.Errorf("idemtest: endpoint %q must start with /", endpoint)
 	}
+	if opts.OtherEndpoint != "" && !strings.HasPrefix(opts.OtherEndpoint, "/") {
+		return nil, fmt.Errorf("idemtest: other endpoint %q must start with /", opts.OtherEndpoint)
+	}
 	if opts.Concurrency < 0 {
 		return nil, fmt.Errorf("idemtest: concurrency %d must be positive", opts.Concurrency)
 	}
@@ -313,6 +326,7 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 	base := strings.TrimSuffix(baseURL, "/")
 	c := &conformanceConfig{
 		url:         base + endpoint,
+		otherURL:    otherURL(base, opts.OtherEndpoint),
 		body:        opts.Body,
 		contentType: opts.ContentType,
 		header:      opts.Header.Clone(),

@@ -40,7 +40,8 @@ func TestCalibration_DefectClasses(t *testing.T) {
 	}{
 		{name: "correct", defect: defectNone, hold: true},
 		{name: "correct, instant", defect: defectNone, mayBeSkipped: []string{CheckInProgress, CheckRetryAfter}},
-		{name: "no fingerprint", defect: defectNoFingerprint, hold: true, want: []string{CheckKeyReuse}},
+		// Nothing is fingerprinted, the request target neither.
+		{name: "no fingerprint", defect: defectNoFingerprint, hold: true, want: []string{CheckKeyReuse, CheckRequestTarget}},
 		{name: "keys global across tenants", defect: defectGlobalKeys, hold: true, want: []string{CheckPrincipalScope}},
 		// It does not parse the draft's quoted form either: "k" and k are
 		// two keys, two payments.
@@ -54,6 +55,7 @@ func TestCalibration_DefectClasses(t *testing.T) {
 		{name: "problems of type about:blank", defect: defectAboutBlank, hold: true, want: []string{CheckProblemTypes}},
 		{name: "another replay header", defect: defectOtherReplayHeader, hold: true, want: []string{CheckReplayHeader}},
 		{name: "UUID-only key validator", defect: defectUUIDOnly, hold: true, want: []string{CheckValidKeys}},
+		{name: "request target outside the fingerprint", defect: defectTargetOutsideFingerprint, hold: true, want: []string{CheckRequestTarget}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

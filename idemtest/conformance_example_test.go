@@ -49,6 +49,7 @@ func ExampleRunConformance() {
 	// replay-header          idem   passed=true
 	// problem-types          idem   passed=true
 	// retry-after            idem   passed=true
+	// request-target         idem   passed=true
 }
 
 // Checking a server of your own: its endpoint, a body template, and two

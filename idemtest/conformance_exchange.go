@@ -42,6 +42,8 @@ type outgoing struct {
 	// override replaces same-named headers of the configured Header
 	// (a second principal, a slow hint).
 	override http.Header
+	// url replaces the endpoint's URL when set (the request-target check).
+	url string
 }
 
 // post sends o and reads the whole answer.
@@ -58,7 +60,11 @@ func (r *conformanceRun) send(ctx context.Context, o outgoing, gate *burstGate) 
 		ctx = gate.trace(ctx)
 		rd = gate.reader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.cfg.url, rd)
+	target := r.cfg.url
+	if o.url != "" {
+		target = o.url
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, rd)
 	if err != nil {
 		return exchange{}, err
 	}

@@ -87,6 +87,10 @@ const (
 	refScope    = "draft-07 §2.6, §5"
 	refProblems = "draft-07 §2.7; RFC 9457 §3"
 	refProfile  = "PROTOCOL.md (idem profile)"
+	// draft-07 §2.4 leaves the fingerprint to the server ("An idempotency
+	// fingerprint MAY be used"), so the target's part in it is graded in
+	// this project's profile only.
+	refTarget = "draft-07 §2.4; PROTOCOL.md (idem profile)"
 )
 
 // conformanceChecks lists the checks after the first request, in the order
@@ -108,6 +112,7 @@ func conformanceChecks() []conformanceCheck {
 		{CheckReplayHeader, "replay marked Idempotent-Replayed", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkReplayHeader},
 		{CheckProblemTypes, "problem types name the case", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkProblemTypes},
 		{CheckRetryAfter, "409 carries Retry-After", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkRetryAfter},
+		{CheckRequestTarget, "same key, other query or path refused", LevelIdem, refTarget, idemProfile, (*conformanceRun).checkRequestTarget},
 	}
 }
 

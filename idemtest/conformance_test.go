@@ -77,7 +77,7 @@ func TestRunConformance_BrokenServersFailExactlyTheirChecks(t *testing.T) {
 			want := allIDs()
 			if tt.idem {
 				opts.Profile = ProfileIdem
-				want = append(want, CheckReplayHeader, CheckProblemTypes, CheckRetryAfter)
+				want = append(want, CheckReplayHeader, CheckProblemTypes, CheckRetryAfter, CheckRequestTarget)
 			}
 
 			results, err := RunConformance(t.Context(), srv.URL, opts)

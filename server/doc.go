@@ -8,8 +8,9 @@
 // captures the handler's whole answer, stores it and only then sends it.
 // A retry with the same key and payload gets the stored answer, marked
 // Idempotent-Replayed; a retry while the first still runs gets 409
-// /in-progress with Retry-After; the same key with another payload gets
-// 422 /key-reused. A store that cannot be reached, or has not answered
+// /in-progress with Retry-After; the same key with another payload
+// (another body, path value or query: RequestFingerprint) gets 422
+// /key-reused. A store that cannot be reached, or has not answered
 // within WithStoreTimeout, is 503 with Retry-After and nothing runs (fail
 // closed). A JSON body with invalid UTF-8 or nested deeper than
 // MaxJSONDepth is 400 /invalid-request, one with more than MaxJSONTokens

@@ -4,13 +4,22 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 
 	"github.com/idemkit/idem/internal/canonjson"
 )
 
-// fingerprintVersion names the fingerprint layout, so a future change of
-// layout can never produce the same digest for a different input.
-const fingerprintVersion = "idem-fingerprint-v1"
+// Layout names hashed first, so a change of layout can never produce the
+// same digest for a different input.
+const (
+	fingerprintVersion       = "idem-fingerprint-v1"
+	requestFingerprintLayout = "idem-fingerprint-v2"
+)
+
+// RequestFingerprintPrefix starts every fingerprint RequestFingerprint
+// returns. A stored fingerprint without it was written under the first
+// layout (Fingerprint: method, route and body, no request target).
+const RequestFingerprintPrefix = "v2:"
 
 // Body kinds, hashed as their own field so that a raw body can never
 // collide with the canonical form of a JSON body.
@@ -19,7 +28,12 @@ const (
 	bodyKindRaw  = "raw"
 )
 
-// Fingerprint is the hex SHA-256 over method, route and the canonical body.
+// Fingerprint is the hex SHA-256 over method, route and the canonical body:
+// the fingerprint of a payload that has no request target, such as a
+// message (Once), and the first layout of the HTTP layer, which records
+// stored before RequestFingerprint carry. The layer fingerprints requests
+// with RequestFingerprint.
+//
 // A body that parses as JSON is canonicalised with RFC 8785 (JCS), so key
 // order, insignificant white space and number spelling do not matter;
 // anything else, including an empty body and JSON that is not I-JSON (a
@@ -33,12 +47,40 @@ const (
 // distinct bodies, and a huge document would cost far more to decode than
 // to read.
 func Fingerprint(method, route string, body []byte) string {
+	return fingerprintFields("", body, fingerprintVersion, method, route)
+}
+
+// RequestFingerprint is the fingerprint the layer gives a request: the hex
+// SHA-256, after RequestFingerprintPrefix, over method, route (the pattern
+// the request matched), the request path in its escaped form as sent
+// (url.URL.EscapedPath: the path values, so /accounts/A/refunds and
+// /accounts/B/refunds differ, and so do /a%2Fb and /a/b), the raw query
+// as sent (url.URL.RawQuery: no decoding, no reordering, so ?a=1&b=2 and
+// ?b=2&a=1 are two requests), and the body canonicalised as Fingerprint
+// does.
+func RequestFingerprint(method, route, path, rawQuery string, body []byte) string {
+	return fingerprintFields(RequestFingerprintPrefix, body, requestFingerprintLayout, method, route, path, rawQuery)
+}
+
+// legacyFingerprint reports whether stored was written under the first
+// layout: 64 hex digits, no prefix.
+func legacyFingerprint(stored string) bool {
+	return len(stored) == 2*sha256.Size && !strings.HasPrefix(stored, RequestFingerprintPrefix)
+}
+
+// fingerprintFields hashes fields, then the body, and returns prefix and
+// the hex digest.
+func fingerprintFields(prefix string, body []byte, fields ...string) string {
 	// Every field goes into one buffer hashed at once: no hash state or
 	// canonical body of its own on the heap.
-	buf := make([]byte, 0, 5*fieldLengthSize+len(fingerprintVersion)+len(method)+len(route)+len(bodyKindJSON)+len(body))
-	buf = appendField(buf, fingerprintVersion)
-	buf = appendField(buf, method)
-	buf = appendField(buf, route)
+	size := (len(fields)+2)*fieldLengthSize + len(bodyKindJSON) + len(body)
+	for _, f := range fields {
+		size += len(f)
+	}
+	buf := make([]byte, 0, size)
+	for _, f := range fields {
+		buf = appendField(buf, f)
+	}
 	beforeBody := len(buf)
 	buf = appendField(buf, bodyKindJSON)
 	bodyAt := len(buf) + fieldLengthSize
@@ -53,9 +95,10 @@ func Fingerprint(method, route string, body []byte) string {
 		buf = appendField(buf, body)
 	}
 	sum := sha256.Sum256(buf)
-	var text [2 * sha256.Size]byte
-	hex.Encode(text[:], sum[:])
-	return string(text[:])
+	text := make([]byte, len(prefix)+2*sha256.Size)
+	copy(text, prefix)
+	hex.Encode(text[len(prefix):], sum[:])
+	return string(text)
 }
 
 // fieldLengthSize is the size of the length before every field.

@@ -21,13 +21,16 @@ var (
 
 // ParseKey reads the Idempotency-Key header values of a request, as
 // http.Header.Values returns them. It accepts the bare form (6f1c…) and the
-// quoted Structured Field String of the IETF draft ("6f1c…", with \" and \\
-// escapes); the quotes are not part of the key. Surrounding spaces and tabs
-// are trimmed. The key must then be 1–255 characters of visible ASCII
-// (0x21–0x7E).
+// IETF draft's form, an RFC 8941 Item whose value is a String ("6f1c…",
+// with \" and \\ escapes, optionally followed by ;parameters, which are
+// parsed and ignored); the quotes are not part of the key. Surrounding
+// spaces and tabs are trimmed. A bare key is 1–255 characters of visible
+// ASCII (0x21–0x7E); a quoted one may also hold spaces (0x20), as an RFC
+// 8941 String may.
 //
 // No values is ErrMissingKey; more than one value, an empty or too long key,
-// a character outside visible ASCII, or broken quoting is ErrInvalidKey.
+// a character outside those ranges, broken quoting or malformed parameters
+// is ErrInvalidKey.
 func ParseKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
@@ -37,48 +40,23 @@ func ParseKey(values []string) (string, error) {
 		return "", fmt.Errorf("%w: %d Idempotency-Key headers, want exactly one", ErrInvalidKey, len(values))
 	}
 	raw := strings.Trim(values[0], " \t")
-	key := raw
+	key, lowest := raw, byte(0x21)
 	if strings.HasPrefix(raw, `"`) {
 		var err error
-		if key, err = unquoteSFString(raw); err != nil {
+		if key, err = parseSFStringItem(raw); err != nil {
 			return "", err
 		}
+		lowest = 0x20
 	}
-	if err := validateKey(key); err != nil {
+	if err := validateKey(key, lowest); err != nil {
 		return "", err
 	}
 	return key, nil
 }
 
-// unquoteSFString decodes an RFC 8941 String: a DQUOTE, printable ASCII
-// with only \" and \\ as escapes, and a closing DQUOTE that ends the value.
-func unquoteSFString(s string) (string, error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\':
-			i++
-			if i >= len(s) || (s[i] != '"' && s[i] != '\\') {
-				return "", fmt.Errorf(`%w: a quoted key may only escape \" and \\`, ErrInvalidKey)
-			}
-			b.WriteByte(s[i])
-		case c == '"':
-			if i != len(s)-1 {
-				return "", fmt.Errorf("%w: characters after the closing quote", ErrInvalidKey)
-			}
-			return b.String(), nil
-		case c < 0x20 || c > 0x7e:
-			return "", fmt.Errorf("%w: byte 0x%02x is not allowed in a quoted key", ErrInvalidKey, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", fmt.Errorf("%w: quoted key has no closing quote", ErrInvalidKey)
-}
-
-// validateKey checks the length and alphabet of an unquoted key.
-func validateKey(key string) error {
+// validateKey checks the length of a key and that every byte lies between
+// lowest and 0x7E.
+func validateKey(key string, lowest byte) error {
 	if key == "" {
 		return fmt.Errorf("%w: the key is empty", ErrInvalidKey)
 	}
@@ -86,7 +64,7 @@ func validateKey(key string) error {
 		return fmt.Errorf("%w: the key is %d characters long, at most %d are allowed", ErrInvalidKey, len(key), MaxKeyLength)
 	}
 	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x21 || c > 0x7e {
+		if c := key[i]; c < lowest || c > 0x7e {
 			return fmt.Errorf("%w: byte 0x%02x at position %d is not visible ASCII", ErrInvalidKey, c, i)
 		}
 	}

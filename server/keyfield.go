@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // KeyProblem is why a key was refused, so an API can map each case to
@@ -19,6 +20,7 @@ const (
 	KeyTooLong                      // longer than the limit
 	KeyNotString                    // the body member is not a JSON string
 	BodyNotObject                   // a body-field key, but the body is not a JSON object
+	BodyNotUTF8                     // a body-field key, and a member name of the body is not UTF-8
 )
 
 // KeyError is a refused key. It matches ErrInvalidKey with errors.Is.
@@ -45,10 +47,12 @@ func ProblemOf(err error) KeyProblem {
 
 // SplitKeyField takes the member field out of a JSON object body. It
 // returns the key and the body without that member (the other members in
-// their order, their values byte for byte), which is what is
+// their order, their names and values byte for byte), which is what is
 // fingerprinted and what the handler reads. A body without the member is
-// ErrMissingKey; a member that is not a string of 1 to maxLen bytes, or a
-// body that is not one JSON object, is a *KeyError.
+// ErrMissingKey; a member that is not a string of 1 to maxLen bytes, a
+// body that is not one JSON object, or one with a member name that is not
+// UTF-8 (RFC 8259 §8.1; decoding it would turn distinct names into one
+// U+FFFD) is a *KeyError.
 func SplitKeyField(body []byte, field string, maxLen int) (key string, rest []byte, err error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -58,11 +62,16 @@ func SplitKeyField(body []byte, field string, maxLen int) (key string, rest []by
 	found := false
 	out := []byte{'{'}
 	for dec.More() {
+		before := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return "", nil, &KeyError{BodyNotObject, "the request body is not a JSON object"}
 		}
 		name, _ := tok.(string)
+		rawName := memberName(body[before:dec.InputOffset()])
+		if !utf8.Valid(rawName) {
+			return "", nil, &KeyError{BodyNotUTF8, "a member name of the request body is not valid UTF-8: send the body as UTF-8 (RFC 8259 section 8.1)"}
+		}
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
 			return "", nil, &KeyError{BodyNotObject, "the request body is not a JSON object"}
@@ -77,8 +86,7 @@ func SplitKeyField(body []byte, field string, maxLen int) (key string, rest []by
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		quoted, _ := json.Marshal(name)
-		out = append(append(append(out, quoted...), ':'), value...)
+		out = append(append(append(out, rawName...), ':'), value...)
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return "", nil, &KeyError{BodyNotObject, "the request body is not a JSON object"}
@@ -99,4 +107,13 @@ func SplitKeyField(body []byte, field string, maxLen int) (key string, rest []by
 		return "", nil, &KeyError{KeyTooLong, fmt.Sprintf("%s is %d bytes long, at most %d are allowed", field, len(key), maxLen)}
 	}
 	return key, append(out, '}'), nil
+}
+
+// memberName returns the quoted member name that ends span, the input a
+// Token call read: separators and white space, then the name.
+func memberName(span []byte) []byte {
+	if i := bytes.IndexByte(span, '"'); i >= 0 {
+		return span[i:]
+	}
+	return span
 }

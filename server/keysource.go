@@ -1,6 +1,9 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // keySource says where a request's key travels and how it is read.
 type keySource struct {
@@ -54,7 +57,16 @@ func WithOptionalKey() Option {
 }
 
 // WithKeyEcho copies the accepted key onto every answer, in the key
-// header.
+// header: bare, or as an RFC 8941 String when it holds a space, which
+// only the quoted form carries.
 func WithKeyEcho() Option {
 	return func(c *config) { c.key.echo = true }
+}
+
+// echoValue is the key header value that carries key.
+func echoValue(key string) string {
+	if !strings.Contains(key, " ") {
+		return key
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
 }

@@ -15,6 +15,11 @@ func TestMemoryStoreContract(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
+	storetest.RunLegacyFingerprints(t, func(t *testing.T) server.Store {
+		s := server.NewMemoryStore()
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
 	storetest.RunReservationGrace(t, func(t *testing.T, grace time.Duration) server.Store {
 		s := server.NewMemoryStore(server.WithReservationGrace(grace))
 		t.Cleanup(func() { _ = s.Close() })

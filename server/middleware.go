@@ -118,7 +118,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		return
 	}
 	if m.cfg.key.echo {
-		w.Header().Set(m.cfg.key.header, key)
+		w.Header().Set(m.cfg.key.header, echoValue(key))
 	}
 
 	if !checkJSONBody(w, r, body) {
@@ -126,12 +126,20 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := Fingerprint(r.Method, route, body)
+	fingerprint := RequestFingerprint(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body)
 	log := m.requestLogger(r, route, key)
 	ans := m.cfg.answers
-	ctx := newStoreContext(r.Context(), m.cfg.storeTimeout)
-	res, rec, err := m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
-	ctx.stop()
+	res, rec, err := m.reserve(r, scope, key, fingerprint)
+	if rec != nil && rec.Fingerprint != fingerprint && legacyFingerprint(rec.Fingerprint) &&
+		rec.Fingerprint == Fingerprint(r.Method, route, body) {
+		// Stored before the request target was fingerprinted: its
+		// retries within the retention are answered as they were.
+		fingerprint = rec.Fingerprint
+		if rec.State != StateCompleted {
+			// An expired lease is taken over only by its own fingerprint.
+			res, rec, err = m.reserve(r, scope, key, fingerprint)
+		}
+	}
 	switch {
 	case errors.Is(err, ErrStoreFull):
 		log.Warn("idempotency store full; new key refused", "err", err)
@@ -158,6 +166,14 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		m.decided(r, decisionInProgress, key)
 		ans.InProgress(w, m.cfg.inProgressRetryAfter)
 	}
+}
+
+// reserve asks the store for (scope, key) under fingerprint, within the
+// store timeout.
+func (m *Middleware) reserve(r *http.Request, scope Scope, key, fingerprint string) (*Reservation, *Record, error) {
+	ctx := newStoreContext(r.Context(), m.cfg.storeTimeout)
+	defer ctx.stop()
+	return m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
 }
 
 // requestKey reads the request's key and body. ok is false when it has

@@ -45,7 +45,7 @@ func TestMalformedKeyIsRejected(t *testing.T) {
 		"unclosed quote":   {`"abc`},
 		"bad escape":       {`"ab\c"`},
 		"text after quote": {`"abc"def`},
-		"space in quotes":  {`"ab c"`},
+		"bad parameter":    {`"abc";Foo=1`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -73,6 +73,32 @@ func TestQuotedKeyNamesTheSameKeyAsBare(t *testing.T) {
 	assert.Equal(t, http.StatusCreated, second.Code)
 	assert.True(t, replayed(second))
 	assert.Equal(t, 1, h.runs())
+}
+
+// draft-07 §2.1 defines the key as an RFC 8941 String in an Item: spaces
+// inside the quotes are part of the key, parameters are not.
+func TestSFStringKeysWithSpacesAndParameters(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	h := &countingHandler{}
+	wrapped := r.idem.Wrap(paymentsRoute, h)
+
+	first := serve(wrapped, post(`"order 42 pay"`, paymentBody))
+	require.Equal(t, http.StatusCreated, first.Code, first.Body.String())
+	withParams := serve(wrapped, post(`"order 42 pay";attempt=2;v="x"`, paymentBody))
+	assert.True(t, replayed(withParams), "parameters are not part of the key")
+	other := serve(wrapped, post(`"order 42  pay"`, paymentBody))
+	assert.Equal(t, http.StatusCreated, other.Code)
+	assert.False(t, replayed(other), "another spelling inside the quotes is another key")
+	assert.Equal(t, 2, h.runs())
+
+	echo := newRig(t, server.WithKeyEcho())
+	echoed := serve(echo.idem.Wrap(paymentsRoute, &countingHandler{}), post(`"a \"b\" c";p=1`, paymentBody))
+	got := echoed.Header().Get(server.KeyHeader)
+	assert.Equal(t, `"a \"b\" c"`, got, "a key with a space is echoed quoted")
+	key, err := server.ParseKey([]string{got})
+	require.NoError(t, err)
+	assert.Equal(t, `a "b" c`, key)
 }
 
 func TestFirstRequestRunsTheHandlerAndStoresTheAnswer(t *testing.T) {

@@ -12,6 +12,9 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
+// The scope is the pattern; the path with its values is in the
+// fingerprint, so one key sent to another order is key reuse, never the
+// first order's answer.
 func TestHandlerScopesByTheMuxPattern(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -22,7 +25,33 @@ func TestHandlerScopesByTheMuxPattern(t *testing.T) {
 	first := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/1/pay", keys: []string{"k"}, body: paymentBody})
 	require.Equal(t, http.StatusCreated, first.Code)
 	again := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/2/pay", keys: []string{"k"}, body: paymentBody})
-	assert.True(t, replayed(again), "both paths match one pattern, one scope")
+	assert.Equal(t, http.StatusUnprocessableEntity, again.Code, "both paths match one pattern, one scope, two requests")
+	assert.False(t, replayed(again))
+	assert.Equal(t, 1, h.runs())
+	same := serve(guarded, call{method: http.MethodPost, route: "/v1/orders/1/pay", keys: []string{"k"}, body: paymentBody})
+	assert.True(t, replayed(same), "the first order's retry replays")
+}
+
+// Member names are kept byte for byte: a name that is not UTF-8 is
+// refused, and two names a decoder would both read as U+FFFD stay two
+// payloads.
+func TestWithKeyFieldRefusesNamesThatAreNotUTF8(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, server.WithKeyField("request_id"))
+	h := &countingHandler{}
+	wrapped := r.idem.Wrap(paymentsRoute, h)
+	send := func(body string) *httptest.ResponseRecorder {
+		return serve(wrapped, call{method: http.MethodPost, route: paymentsRoute, body: body})
+	}
+	bad := send("{\"request_id\":\"r-1\",\"amount\xff\":5}")
+	assert.Equal(t, http.StatusBadRequest, bad.Code)
+	assert.Equal(t, "application/problem+json", bad.Header().Get("Content-Type"))
+	assert.Contains(t, bad.Body.String(), "UTF-8")
+	assert.Equal(t, http.StatusBadRequest, send("{\"request_id\":\"r-1\",\"amount\xfe\":5}").Code)
+
+	require.Equal(t, http.StatusCreated, send(`{"request_id":"r-2","\ud800":5}`).Code)
+	assert.Equal(t, http.StatusUnprocessableEntity, send(`{"request_id":"r-2","\ud801":5}`).Code,
+		"another lone surrogate is another payload")
 	assert.Equal(t, 1, h.runs())
 }
 

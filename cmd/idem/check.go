@@ -35,6 +35,7 @@ type checkFlags struct {
 	profile       string
 	dialect       string
 	listEndpoint  string
+	otherEndpoint string
 	invalidBody   string
 	strict        bool
 	adminToken    string
@@ -60,7 +61,9 @@ with no new resource (counted through --list-endpoint), scope is two
 principals getting two resources. Each check has a level: MUST and SHOULD
 (draft-ietf-httpapi-idempotency-key-header-07, RFC 9110, RFC 9457) are
 graded by default; --profile idem adds this project's names (problem-type
-suffixes, Idempotent-Replayed, Retry-After). --dialect grades a provider's
+suffixes, Idempotent-Replayed, Retry-After) and its fingerprint: a used key
+sent to another query, or to --other-endpoint (the same operation with
+another path value), is key reuse. --dialect grades a provider's
 documented semantics instead (` + strings.Join(dialect.Names(), ", ") + `).
 
 The checks create resources on the server. Exit status: 0 every check
@@ -88,6 +91,8 @@ document on stdout, errors included.`,
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.endpoint, "endpoint", idemtest.DefaultConformanceEndpoint, "path of the guarded operation")
+	fl.StringVar(&f.otherEndpoint, "other-endpoint", "",
+		"path of the same operation with another path value (e.g. /v1/accounts/b/refunds), for the request-target check")
 	fl.StringVar(&f.listEndpoint, "list-endpoint", idemtest.DefaultConformanceListEndpoint,
 		`path of a GET listing the principal's resources, to count effects ("" for none)`)
 	fl.StringArrayVarP(&f.headers, "header", "H", nil,
@@ -194,14 +199,15 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 		list = idemtest.NoListEndpoint
 	}
 	opts := idemtest.ConformanceOptions{
-		Endpoint:     f.endpoint,
-		ListEndpoint: list,
-		ContentType:  f.contentType,
-		Concurrency:  f.concurrency,
-		Bursts:       f.bursts,
-		KeyFormat:    f.keyFormat,
-		Profile:      f.profile,
-		Dialect:      f.dialect,
+		Endpoint:      f.endpoint,
+		OtherEndpoint: f.otherEndpoint,
+		ListEndpoint:  list,
+		ContentType:   f.contentType,
+		Concurrency:   f.concurrency,
+		Bursts:        f.bursts,
+		KeyFormat:     f.keyFormat,
+		Profile:       f.profile,
+		Dialect:       f.dialect,
 	}
 	var err error
 	if opts.Header, err = parseHeaders("--header", f.headers); err != nil {

@@ -72,6 +72,17 @@ func TestCheck_ReferenceServerPassesAndPrintsTable(t *testing.T) {
 	assert.Regexp(t, `12 checks: \d+ passed, 0 failed, \d+ skipped`, lines[len(lines)-1])
 }
 
+// The idem profile grades the request target: the reference server keeps
+// a used key sent with another query from replaying.
+func TestCheck_IdemProfileChecksTheRequestTarget(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+
+	stdout, stderr, err := runCheckCLI(t, srv.URL, "--profile", "idem")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Regexp(t, `(?m)^`+idemtest.CheckRequestTarget+`\s+idem\s.*\sPASS\s`, stdout)
+}
+
 func TestCheck_BrokenServerExitsNonZero(t *testing.T) {
 	t.Parallel()
 	srv, _ := nonIdempotentServer(t)
@@ -162,6 +173,7 @@ func TestCheck_BadArgumentsAreOneLineAndSendNothing(t *testing.T) {
 		{"unknown dialect", []string{srv.URL, "--dialect", "acme"}, "--dialect"},
 		{"list endpoint without slash", []string{srv.URL, "--list-endpoint", "v1/payments"}, "list endpoint"},
 		{"endpoint without slash", []string{srv.URL, "--endpoint", "v1/payments"}, "endpoint"},
+		{"other endpoint without slash", []string{srv.URL, "--other-endpoint", "v1/payments"}, "other endpoint"},
 		{"missing template", []string{srv.URL, "--body-template", filepath.Join(dir, "nope")}, "--body-template"},
 		{"template without N", []string{srv.URL, "--body-template", constant}, "{{.N}}"},
 		{"template syntax", []string{srv.URL, "--body-template", broken}, "--body-template"},

@@ -77,7 +77,7 @@ func squareDialect() Dialect {
 				writeSquareError(w, http.StatusBadRequest, "VALUE_TOO_SHORT", err.Error(), squareKeyField)
 			case server.KeyNotString:
 				writeSquareError(w, http.StatusBadRequest, "EXPECTED_STRING", err.Error(), squareKeyField)
-			case server.BodyNotObject:
+			case server.BodyNotObject, server.BodyNotUTF8:
 				writeSquareError(w, http.StatusBadRequest, "EXPECTED_JSON_BODY", err.Error(), "")
 			default:
 				writeSquareError(w, http.StatusBadRequest, "INVALID_VALUE", err.Error(), squareKeyField)

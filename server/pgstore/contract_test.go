@@ -26,6 +26,7 @@ func TestContract(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	storetest.Run(t, func(t *testing.T) server.Store { return open(t, dsn) })
+	storetest.RunLegacyFingerprints(t, func(t *testing.T) server.Store { return open(t, dsn) })
 	storetest.RunReservationGrace(t, func(t *testing.T, grace time.Duration) server.Store {
 		return open(t, dsn, pgstore.WithReservationGrace(grace))
 	})

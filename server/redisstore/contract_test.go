@@ -17,6 +17,7 @@ func TestContract(t *testing.T) {
 	t.Parallel()
 	url := testenv.RedisURL(t)
 	storetest.Run(t, func(t *testing.T) server.Store { return openStore(t, url, newPrefix(t, url)) })
+	storetest.RunLegacyFingerprints(t, func(t *testing.T) server.Store { return openStore(t, url, newPrefix(t, url)) })
 	storetest.RunReservationGrace(t, func(t *testing.T, grace time.Duration) server.Store {
 		return openStore(t, url, newPrefix(t, url), WithReservationGrace(grace))
 	})
