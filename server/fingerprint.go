@@ -31,8 +31,16 @@ const (
 // MaxJSONDepth or more than MaxJSONTokens values is hashed raw without
 // being decoded: a decoder would rewrite invalid bytes to U+FFFD and merge
 // distinct bodies, and a huge document would cost far more to decode than
-// to read.
+// to read. The middleware fingerprints with the value limit of its max
+// body (JSONTokenLimit), which is MaxJSONTokens unless WithMaxBody is
+// above DefaultMaxBody.
 func Fingerprint(method, route string, body []byte) string {
+	return fingerprintWithin(method, route, body, MaxJSONTokens)
+}
+
+// fingerprintWithin is Fingerprint with a JSON body of more than
+// maxTokens values hashed raw.
+func fingerprintWithin(method, route string, body []byte, maxTokens int) string {
 	// Every field goes into one buffer hashed at once: no hash state or
 	// canonical body of its own on the heap.
 	buf := make([]byte, 0, 5*fieldLengthSize+len(fingerprintVersion)+len(method)+len(route)+len(bodyKindJSON)+len(body))
@@ -42,7 +50,7 @@ func Fingerprint(method, route string, body []byte) string {
 	beforeBody := len(buf)
 	buf = appendField(buf, bodyKindJSON)
 	bodyAt := len(buf) + fieldLengthSize
-	if scanJSONShape(body) != shapeOK {
+	if scanJSONShape(body, maxTokens) != shapeOK {
 		buf = appendField(buf[:beforeBody], bodyKindRaw)
 		buf = appendField(buf, body)
 	} else if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {

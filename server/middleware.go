@@ -49,6 +49,7 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 		}
 		cfg.principal = BearerPrincipal(cfg.principalSecret)
 	}
+	cfg.jsonTokens = JSONTokenLimit(cfg.maxBody)
 	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil
 }
 
@@ -126,12 +127,12 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		w.Header().Set(m.cfg.key.header, key)
 	}
 
-	if !checkJSONBody(w, r, body) {
+	if !checkJSONBody(w, r, body, m.cfg.jsonTokens) {
 		return
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := Fingerprint(r.Method, route, body)
+	fingerprint := fingerprintWithin(r.Method, route, body, m.cfg.jsonTokens)
 	log := m.requestLogger(r, route, key)
 	ans := m.cfg.answers
 	ctx := newStoreContext(r.Context(), m.cfg.storeTimeout)

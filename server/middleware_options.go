@@ -36,6 +36,7 @@ type config struct {
 	retention            time.Duration
 	store5xx             bool
 	maxBody              int64
+	jsonTokens           int // JSONTokenLimit(maxBody), set by New
 	logger               *slog.Logger
 	inProgressRetryAfter time.Duration
 	storedHeaders        []string // canonical names
@@ -111,7 +112,9 @@ func WithStore5xx(store bool) Option {
 
 // WithMaxBody sets the largest request body the layer reads (default
 // 1 MiB); a larger one is answered 413 /body-too-large and nothing is
-// stored. A non-positive n is ignored.
+// stored. It also sets how many values a JSON body may hold
+// (JSONTokenLimit: one per 32 bytes of n, never fewer than
+// MaxJSONTokens). A non-positive n is ignored.
 func WithMaxBody(n int64) Option {
 	return func(c *config) {
 		if n > 0 {
