@@ -34,7 +34,8 @@ type Middleware struct {
 
 // New returns the idempotency layer over store. Unless WithPrincipal says
 // otherwise, keys are scoped by bearer token, hashed with the secret of
-// WithPrincipalSecret, which is then required.
+// WithPrincipalSecret, which is then required. A lease shorter than
+// MinLease of the store timeout is refused with a *LeaseTooShortError.
 func New(store Store, opts ...Option) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("server: New needs a store")
@@ -48,6 +49,9 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 			return nil, errors.New("server: WithPrincipalSecret is required unless WithPrincipal is given")
 		}
 		cfg.principal = BearerPrincipal(cfg.principalSecret)
+	}
+	if err := CheckLease(cfg.lease, cfg.storeTimeout); err != nil {
+		return nil, err
 	}
 	cfg.jsonTokens = JSONTokenLimit(cfg.maxBody)
 	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil

@@ -70,7 +70,8 @@ type Option func(*config)
 
 // WithLease sets how long a reservation is held before a retry with the
 // same key may take it over (default 30 s). It should outlast the slowest
-// handler. A non-positive d is ignored.
+// handler, and must last MinLease of the store timeout (3 × it), or New
+// refuses it. A non-positive d is ignored.
 func WithLease(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -26,6 +26,9 @@ const (
 	restartRounds       = 8
 	restartKeysPerRound = 60
 	restartLease        = "1s"
+	// restartStoreTimeout bounds each store call: the lease must last
+	// three of them (server.MinLease).
+	restartStoreTimeout = "300ms"
 )
 
 // TestServerKilledMidRequestManyTimesPaysOncePerKey runs `idem serve` on
@@ -40,7 +43,7 @@ func TestServerKilledMidRequestManyTimesPaysOncePerKey(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	schema := testenv.PostgresSchema(t, dsn, "idem_fleet_")
-	args := []string{"--store", dsn, "--store-schema", schema, "--lease", restartLease}
+	args := []string{"--store", dsn, "--store-schema", schema, "--lease", restartLease, "--store-timeout", restartStoreTimeout}
 	token := "tok_" + rand.Text()
 	var keys []string
 	seen := map[string]string{} // key → the payment its answers named

@@ -47,6 +47,7 @@ type config struct {
 	store         Store
 	clock         func() time.Time
 	lease         time.Duration
+	storeTimeout  time.Duration
 	retention     time.Duration
 	store5xx      bool
 	maxBody       int64
@@ -83,6 +84,12 @@ func WithServerClock(now func() time.Time) Option { return func(c *config) { c.c
 
 // WithServerLease sets the idempotency lease (default DefaultLease).
 func WithServerLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// WithServerStoreTimeout bounds each store call of the idempotency layer,
+// and the transaction that commits a payment with its key (default
+// server.DefaultStoreTimeout); see server.WithStoreTimeout. The lease
+// must last server.MinLease of it.
+func WithServerStoreTimeout(d time.Duration) Option { return func(c *config) { c.storeTimeout = d } }
 
 // WithServerRetention sets how long completed keys are replayed (default:
 // the dialect's retention, else DefaultRetention).
@@ -152,6 +159,7 @@ func New(opts ...Option) (*Server, error) {
 	cfg := config{
 		clock:         time.Now,
 		lease:         DefaultLease,
+		storeTimeout:  server.DefaultStoreTimeout,
 		retention:     DefaultRetention,
 		maxBody:       DefaultMaxBody,
 		payoutDelay:   DefaultPayoutDelay,
@@ -213,6 +221,12 @@ func (c *config) validate(dialectErr error) error {
 		}
 	}
 	positive("lease", c.lease)
+	positive("store timeout", c.storeTimeout)
+	if c.lease > 0 && c.storeTimeout > 0 {
+		if err := server.CheckLease(c.lease, c.storeTimeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	positive("retention", c.retention)
 	positive("sweep interval", c.sweepInterval)
 	if c.memRecords < 0 || c.memBytes < 0 {
@@ -262,7 +276,7 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		heldPrincipal: true,
 	}
 	idem := newIdempotency(s.store, dialect, server.WithPrincipal(s.principal),
-		server.WithLease(cfg.lease), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
+		server.WithLease(cfg.lease), server.WithStoreTimeout(cfg.storeTimeout), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
 		server.WithMaxBody(cfg.maxBody), server.WithLogger(cfg.logger))
 	guard := func(route string, h http.HandlerFunc) http.Handler {
 		inner := s.faults.outside(idem.Wrap(route, s.faults.inside(h)), cfg.logger)
