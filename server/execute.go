@@ -14,7 +14,7 @@ import (
 // execute runs next under the reservation, settles the key and answers
 // with the handler's response.
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
-	hr := newHeldRequest(r.Context(), res, m.cfg.retention, body)
+	hr := newHeldRequest(r.Context(), res, m.cfg.retention, m.cfg.storeTimeout, body)
 	held := &hr.held
 	req := r.WithContext(&hr.ctx)
 	req.Body = &hr.body

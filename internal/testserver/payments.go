@@ -224,16 +224,23 @@ func (a *paymentsAPI) commit(w http.ResponseWriter, r *http.Request, resp Respon
 	writeResponse(w, resp)
 }
 
-// writeStoreError maps a store error to its problem: ErrNotFound → 404,
-// ErrFenced → 409 (a newer request owns the key and nothing was written),
-// anything else (a full store included) → 503 with Retry-After.
+// writeStoreError maps a store error to its problem: ErrNotFound → 404;
+// ErrFenced → 409 (this request's hold on its key ended before the effect
+// committed, so nothing was written; a retry replays the key's answer or
+// runs); a transaction past the store timeout, a full store, anything
+// else → 503 with Retry-After.
 func (a *paymentsAPI) writeStoreError(w http.ResponseWriter, err error, resource string) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no such "+resource, 0)
 	case errors.Is(err, ErrFenced):
 		WriteProblem(w, http.StatusConflict, ProblemInProgress, "Request in progress",
-			"a newer request with this idempotency key owns it; nothing was written", storeRetryAfter)
+			"this request's lease on the idempotency key ended before its effect was committed, and the key was taken over "+
+				"or removed; nothing was written; retry with the same key to get the key's answer", storeRetryAfter)
+	case errors.Is(err, server.ErrStoreTimeout):
+		a.logger.Warn("the effect's transaction ran past the store timeout; rolled back", "err", err)
+		WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Store timeout",
+			"the server's store did not commit the request within its timeout and gave it up; retry with the same key", storeRetryAfter)
 	case errors.Is(err, ErrStoreFull):
 		a.logger.Warn("store full; new payment refused", "err", err)
 		WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Store full",
