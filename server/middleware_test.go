@@ -531,6 +531,8 @@ func TestStaleOwnerCannotOverwriteTheTakeover(t *testing.T) {
 	assert.True(t, replayed(replay))
 	assert.JSONEq(t, `{"run":2}`, replay.Body.String(), "the stored result is the new owner's")
 	assert.Contains(t, r.logs.String(), "level=WARN msg=\"lease lost")
+	assert.Contains(t, r.logs.String(), "not stored", "the log says the stale owner's answer was not kept")
+	assert.NotContains(t, r.logs.String(), "stored result stands", "the log claims no result it cannot know of")
 }
 
 func TestHandlerCompletingTheKeyItselfIsNotCompletedTwice(t *testing.T) {
