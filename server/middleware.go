@@ -146,7 +146,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	case errors.Is(err, ErrStoreFull):
 		log.Warn("idempotency store full; new key refused", "err", err)
 		m.decided(r, decisionStoreUnavailable, key)
-		ans.StoreUnavailable(w)
+		m.answerStoreFull(w, err)
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
 		m.decided(r, decisionStoreUnavailable, key)
@@ -168,6 +168,22 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		m.decided(r, decisionInProgress, key)
 		ans.InProgress(w, m.cfg.inProgressRetryAfter)
 	}
+}
+
+// answerStoreFull answers a new key a full store refused, with the
+// Retry-After the store gave when the answers can say it.
+func (m *Middleware) answerStoreFull(w http.ResponseWriter, err error) {
+	full, ok := m.cfg.answers.(StoreFullAnswers)
+	if !ok {
+		m.cfg.answers.StoreUnavailable(w)
+		return
+	}
+	retryAfter := storeUnavailableRetryAfter
+	var sf *StoreFullError
+	if errors.As(err, &sf) && sf.RetryAfter > 0 {
+		retryAfter = sf.RetryAfter
+	}
+	full.StoreFull(w, retryAfter)
 }
 
 // requestKey reads the request's key and body. ok is false when it has
