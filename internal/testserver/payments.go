@@ -53,12 +53,6 @@ type moneyRequest struct {
 	Reference string
 }
 
-// paymentList is the body of GET /v1/payments.
-type paymentList struct {
-	Data  []Payment `json:"data"`
-	Total int       `json:"total"`
-}
-
 func (a *paymentsAPI) createPayment(w http.ResponseWriter, r *http.Request) {
 	principal, req, ok := a.readMoneyRequest(w, r)
 	if !ok {
@@ -108,10 +102,15 @@ func (a *paymentsAPI) listPayments(w http.ResponseWriter, r *http.Request) {
 		a.writeStoreError(w, err, "payment")
 		return
 	}
-	if payments == nil {
-		payments = []Payment{} // "data": [] rather than null
+	page, hasMore, rerr := listPage(r, payments)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
 	}
-	a.writeJSON(w, http.StatusOK, paymentList{Data: payments, Total: len(payments)})
+	if page == nil {
+		page = []Payment{} // "data": [] rather than null
+	}
+	a.writeJSON(w, http.StatusOK, paymentList{Object: "list", URL: routePayments, HasMore: hasMore, Data: page, Total: len(payments)})
 }
 
 // readMoneyRequest authenticates the caller and parses a strict
