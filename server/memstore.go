@@ -34,7 +34,11 @@ const memShardCount = 256
 // records of its part that are due (see Sweep), and if none are, fails
 // with ErrStoreFull, which the middleware answers 503 with Retry-After.
 // An unexpired completion is never dropped to make room, and a retry of
-// a key the store holds is answered as ever, full or not.
+// a key the store holds is answered as ever, full or not. Near full
+// (the last eighth of either bound) a principal's new key is admitted
+// only within its fair share, so one principal's flood cannot lock the
+// others out; the refusal is a *StoreFullError whose RetryAfter is the
+// time until that principal's earliest record is due.
 type MemoryStore struct {
 	now        func() time.Time
 	loc        *time.Location // the clock's: records hold unix times, handed out in it
