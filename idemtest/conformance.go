@@ -272,6 +272,7 @@ type conformanceConfig struct {
 	rules       dialectRules
 	listURL     string // "" when there is no list
 	listCount   func([]byte) (int, bool)
+	customCount bool // listCount is the caller's: it reads the whole count, no pages followed
 	invalidBody func(i int) []byte
 }
 
@@ -364,6 +365,8 @@ func (c *conformanceConfig) applyDefaults() {
 	}
 	if c.listCount == nil {
 		c.listCount = defaultListCount
+	} else {
+		c.customCount = true
 	}
 	if c.contentType == "" {
 		c.contentType = DefaultConformanceContentType

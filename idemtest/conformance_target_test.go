@@ -23,7 +23,7 @@ func accountsServer(t *testing.T, blindPath bool) *httptest.Server {
 	t.Helper()
 	store := server.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
-	m, err := server.New(store, server.WithPrincipalSecret([]byte("conformance-target-secret")))
+	m, err := server.New(store, server.WithPrincipal(server.BearerPrincipal([]byte("conformance-target-secret"))))
 	require.NoError(t, err)
 	var ids atomic.Int64
 	mux := http.NewServeMux()

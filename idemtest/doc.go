@@ -8,7 +8,8 @@
 //
 //	POST /v1/payments        {"amount":1000,"currency":"EUR","reference":"…"} → 201
 //	GET  /v1/payments/{id}   the caller's payment
-//	GET  /v1/payments        {"data":[…newest first…],"total":N}
+//	GET  /v1/payments        {"object":"list","has_more":…,"data":[…newest first…],"total":N}
+//	                         (?limit= 1–100, default 10; ?starting_after=<id>)
 //	POST /v1/payouts         → 202 with Location: /v1/operations/{id}
 //	GET  /v1/operations/{id} "pending", then "succeeded"
 //

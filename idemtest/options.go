@@ -22,9 +22,17 @@ func WithRetention(d time.Duration) Option {
 }
 
 // WithLease sets how long a key stays reserved before a retry may take it
-// over (default 30 s).
+// over (default 30 s). It must last 3 × the store timeout
+// (WithStoreTimeout).
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.opts = append(c.opts, testserver.WithServerLease(d)) }
+}
+
+// WithStoreTimeout bounds each call the server makes to its store, and
+// the transaction that commits a payment with its key (default 3 s). The
+// lease must last server.MinLease of it: 3 × the store timeout.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) { c.opts = append(c.opts, testserver.WithServerStoreTimeout(d)) }
 }
 
 // WithPayoutDelay sets how long a payout stays pending before its

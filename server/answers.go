@@ -26,6 +26,14 @@ type Answers interface {
 	Replayed(h http.Header, status int) int
 }
 
+// StoreFullAnswers is implemented by Answers that answer a full store
+// (ErrStoreFull, a *StoreFullError from MemoryStore) with the time its
+// records make room, retryAfter. Answers without it answer a full store
+// with StoreUnavailable.
+type StoreFullAnswers interface {
+	StoreFull(w http.ResponseWriter, retryAfter time.Duration)
+}
+
 // ProblemAnswers writes the protocol's answers as RFC 9457 problem
 // documents and marks replays with Idempotent-Replayed: true.
 type ProblemAnswers struct{}
@@ -54,6 +62,13 @@ func (ProblemAnswers) KeyReused(w http.ResponseWriter) {
 
 // StoreUnavailable implements Answers: 503 /store-unavailable.
 func (ProblemAnswers) StoreUnavailable(w http.ResponseWriter) { WriteStoreUnavailable(w) }
+
+// StoreFull implements StoreFullAnswers: 503 /store-unavailable with
+// Retry-After.
+func (ProblemAnswers) StoreFull(w http.ResponseWriter, retryAfter time.Duration) {
+	WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Idempotency store full",
+		"the request was not executed: the store has no room for a new key now; retry after Retry-After", retryAfter)
+}
 
 // Replayed implements Answers: Idempotent-Replayed: true.
 func (ProblemAnswers) Replayed(h http.Header, status int) int {

@@ -13,8 +13,9 @@
 // /key-reused. A store that cannot be reached, or has not answered
 // within WithStoreTimeout, is 503 with Retry-After and nothing runs (fail
 // closed). A JSON body with invalid UTF-8 or nested deeper than
-// MaxJSONDepth is 400 /invalid-request, one with more than MaxJSONTokens
-// values 413: refused in one cheap pass before it is decoded for the
+// MaxJSONDepth is 400 /invalid-request, one with more values than
+// JSONTokenLimit of the max body (MaxJSONTokens unless WithMaxBody is
+// above 1 MiB) 413: refused in one cheap pass before it is decoded for the
 // fingerprint. An answer that says the request was refused before it
 // ran (most 4xx, and 5xx unless WithStore5xx) releases the key instead.
 // A reservation whose owner crashed is taken over after its lease by a

@@ -14,7 +14,7 @@ import (
 // execute runs next under the reservation, settles the key and answers
 // with the handler's response.
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
-	hr := newHeldRequest(r.Context(), res, m.cfg.retention, body)
+	hr := newHeldRequest(r.Context(), res, m.cfg.retention, m.cfg.storeTimeout, body)
 	held := &hr.held
 	req := r.WithContext(&hr.ctx)
 	req.Body = &hr.body
@@ -98,9 +98,13 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 	err := m.store.Complete(ctx, Completion{Reservation: res, Response: resp, Retention: m.cfg.retention})
 	switch {
 	case errors.Is(err, ErrFenced):
-		// A newer request took the key over after this one's lease
-		// expired; its result is the one stored and replayed.
-		log.Warn("lease lost to a newer request; its stored result stands")
+		// This request's lease ended before its answer was stored: the
+		// key was taken over by a retry (which may still be running, or
+		// may have been released) or removed. The answer below is sent
+		// but not stored; a retry gets the key's answer if another
+		// request stored one, or runs the handler again.
+		log.Warn("lease lost: the key was taken over or removed after this request's lease ended; " +
+			"this answer is sent but not stored, and a retry may run the handler again: make the lease outlast the handler")
 	case err != nil:
 		// Nothing more can be done here: the key stays reserved until its
 		// lease expires, then a retry with the same payload takes it over.
@@ -115,7 +119,7 @@ func (m *Middleware) release(ctx context.Context, res Reservation, log *slog.Log
 	err := m.store.Release(ctx, res)
 	switch {
 	case errors.Is(err, ErrFenced):
-		log.Warn("lease lost to a newer request before the key was released")
+		log.Warn("lease lost before the key was released: it was taken over or removed after this request's lease ended; nothing to release")
 	case err != nil:
 		log.Error("could not release the key; it stays reserved until its lease expires", "err", err)
 	default:

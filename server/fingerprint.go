@@ -45,9 +45,11 @@ const (
 // MaxJSONDepth or more than MaxJSONTokens values is hashed raw without
 // being decoded: a decoder would rewrite invalid bytes to U+FFFD and merge
 // distinct bodies, and a huge document would cost far more to decode than
-// to read.
+// to read. The middleware fingerprints with the value limit of its max
+// body (JSONTokenLimit), which is MaxJSONTokens unless WithMaxBody is
+// above DefaultMaxBody.
 func Fingerprint(method, route string, body []byte) string {
-	return fingerprintFields("", body, fingerprintVersion, method, route)
+	return fingerprintFields("", body, MaxJSONTokens, fingerprintVersion, method, route)
 }
 
 // RequestFingerprint is the fingerprint the layer gives a request: the hex
@@ -59,7 +61,26 @@ func Fingerprint(method, route string, body []byte) string {
 // ?b=2&a=1 are two requests), and the body canonicalised as Fingerprint
 // does.
 func RequestFingerprint(method, route, path, rawQuery string, body []byte) string {
-	return fingerprintFields(RequestFingerprintPrefix, body, requestFingerprintLayout, method, route, path, rawQuery)
+	return requestFingerprintWithin(method, route, path, rawQuery, body, MaxJSONTokens)
+}
+
+// requestFingerprintWithin is RequestFingerprint with a JSON body of more
+// than maxTokens values hashed raw: the layer passes the value limit of
+// its max body (JSONTokenLimit).
+func requestFingerprintWithin(method, route, path, rawQuery string, body []byte, maxTokens int) string {
+	return fingerprintFields(RequestFingerprintPrefix, body, maxTokens, requestFingerprintLayout, method, route, path, rawQuery)
+}
+
+// legacyJSONTokens is the fixed JSON value limit of the layout before the
+// request target was fingerprinted; a stored fingerprint of that layout was
+// taken under it.
+const legacyJSONTokens = 16384
+
+// fingerprintBeforeTarget is the fingerprint the layer gave a request
+// before the request target was in it: Fingerprint under the value limit of
+// that time.
+func fingerprintBeforeTarget(method, route string, body []byte) string {
+	return fingerprintFields("", body, legacyJSONTokens, fingerprintVersion, method, route)
 }
 
 // legacyFingerprint reports whether stored was written under the first
@@ -68,9 +89,9 @@ func legacyFingerprint(stored string) bool {
 	return len(stored) == 2*sha256.Size && !strings.HasPrefix(stored, RequestFingerprintPrefix)
 }
 
-// fingerprintFields hashes fields, then the body, and returns prefix and
-// the hex digest.
-func fingerprintFields(prefix string, body []byte, fields ...string) string {
+// fingerprintFields hashes fields, then the body (raw when it holds more
+// than maxTokens JSON values), and returns prefix and the hex digest.
+func fingerprintFields(prefix string, body []byte, maxTokens int, fields ...string) string {
 	// Every field goes into one buffer hashed at once: no hash state or
 	// canonical body of its own on the heap.
 	size := (len(fields)+2)*fieldLengthSize + len(bodyKindJSON) + len(body)
@@ -84,7 +105,7 @@ func fingerprintFields(prefix string, body []byte, fields ...string) string {
 	beforeBody := len(buf)
 	buf = appendField(buf, bodyKindJSON)
 	bodyAt := len(buf) + fieldLengthSize
-	if scanJSONShape(body) != shapeOK {
+	if scanJSONShape(body, maxTokens) != shapeOK {
 		buf = appendField(buf[:beforeBody], bodyKindRaw)
 		buf = appendField(buf, body)
 	} else if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {

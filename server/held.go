@@ -13,15 +13,38 @@ import (
 // own transaction, redisstore.Store.CommitEffect, MemoryStore.CompleteFunc),
 // answers resp, then calls MarkCompleted so the layer does not complete the key a second time. A
 // crash then keeps both the effect and its answer, or neither.
+//
+// The transaction that commits the effect is bounded by the layer's store
+// timeout (StoreTimeout, WithStoreTimeout): the completion carries it
+// (Completion.Timeout), pgstore's CompleteBatch bounds its transaction by
+// it, and a transaction begun by the handler for CompleteTx is begun
+// under Context. When it runs out the transaction rolls back, and the
+// handler answers 503 with Retry-After (the layer then releases the
+// key): the effect did not commit, and a retry runs again.
 type Held struct {
 	Reservation Reservation
 	Retention   time.Duration
-	completed   atomic.Bool
+	// StoreTimeout bounds the transaction that commits the effect with
+	// the key (zero: unbounded).
+	StoreTimeout time.Duration
+	completed    atomic.Bool
 }
 
-// Completion returns the completion that stores resp for this reservation.
+// Completion returns the completion that stores resp for this
+// reservation, bounded by the store timeout.
 func (h *Held) Completion(resp Response) *Completion {
-	return &Completion{Reservation: h.Reservation, Response: resp, Retention: h.Retention}
+	return &Completion{Reservation: h.Reservation, Response: resp, Retention: h.Retention, Timeout: h.StoreTimeout}
+}
+
+// Context returns parent ended after the store timeout, for the
+// transaction that commits the effect with the key (CompleteTx): begin
+// it under this context, and call cancel once it ended. Without a store
+// timeout it is parent.
+func (h *Held) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if h.StoreTimeout <= 0 {
+		return context.WithCancel(parent)
+	}
+	return context.WithTimeout(parent, h.StoreTimeout)
 }
 
 // MarkCompleted records that the handler completed the key itself.

@@ -16,8 +16,8 @@ type heldRequest struct {
 	raw  []byte
 }
 
-func newHeldRequest(parent context.Context, res Reservation, retention time.Duration, body []byte) *heldRequest {
-	h := &heldRequest{held: Held{Reservation: res, Retention: retention}, raw: body}
+func newHeldRequest(parent context.Context, res Reservation, retention, storeTimeout time.Duration, body []byte) *heldRequest {
+	h := &heldRequest{held: Held{Reservation: res, Retention: retention, StoreTimeout: storeTimeout}, raw: body}
 	h.ctx = heldContext{Context: parent, held: &h.held}
 	h.body.Reset(body)
 	return h

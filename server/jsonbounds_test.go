@@ -101,3 +101,50 @@ func TestNonJSONContentTypeSkipsJSONChecks(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusCreated, rec.Code, "a binary body is hashed raw, never decoded")
 }
+
+// intArray is a dense JSON array of small integers of about size bytes:
+// about one value per two bytes, the most a body can hold.
+func intArray(size int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; b.Len() < size-2; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('0' + byte(i%10))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func TestJSONValueLimitFollowsMaxBody(t *testing.T) {
+	t.Parallel()
+	batch := intArray(40 << 10) // a 40 KB batch: about 20,000 values
+	large := intArray(400 << 10)
+
+	r := newRig(t) // the default max body, 1 MiB
+	h := r.idem.Wrap(paymentsRoute, &countingHandler{})
+	rec := serve(h, post("k-batch", batch).withToken("tok"))
+	require.Equal(t, http.StatusCreated, rec.Code, "a 40 KB JSON batch is far within a 1 MiB max body: %s", rec.Body)
+	rec = serve(h, post("k-large", large).withToken("tok"))
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, "200,000 values are more than 1 MiB pays for")
+	require.Contains(t, rec.Body.String(), "max body")
+
+	big := newRig(t, server.WithMaxBody(16<<20))
+	h = big.idem.Wrap(paymentsRoute, &countingHandler{})
+	rec = serve(h, post("k-large", large).withToken("tok"))
+	require.Equal(t, http.StatusCreated, rec.Code, "a 16 MiB max body pays for 200,000 values: %s", rec.Body)
+
+	small := newRig(t, server.WithMaxBody(32<<10))
+	h = small.idem.Wrap(paymentsRoute, &countingHandler{})
+	rec = serve(h, post("k-over", batch).withToken("tok"))
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, "over the max body")
+	require.Equal(t, server.ProblemBodyTooLarge, problemType(t, rec))
+}
+
+func TestJSONTokenLimit(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, server.MaxJSONTokens, server.JSONTokenLimit(server.DefaultMaxBody))
+	assert.Equal(t, server.MaxJSONTokens, server.JSONTokenLimit(1<<10), "never below the default")
+	assert.Equal(t, 1<<19, server.JSONTokenLimit(16<<20))
+}

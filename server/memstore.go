@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	mrand "math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,11 @@ const memShardCount = 256
 // records of its part that are due (see Sweep), and if none are, fails
 // with ErrStoreFull, which the middleware answers 503 with Retry-After.
 // An unexpired completion is never dropped to make room, and a retry of
-// a key the store holds is answered as ever, full or not.
+// a key the store holds is answered as ever, full or not. Near full
+// (the last eighth of either bound) a principal's new key is admitted
+// only within its fair share, so one principal's flood cannot lock the
+// others out; the refusal is a *StoreFullError whose RetryAfter is the
+// time until that principal's earliest record is due.
 type MemoryStore struct {
 	now        func() time.Time
 	loc        *time.Location // the clock's: records hold unix times, handed out in it
@@ -44,6 +49,12 @@ type MemoryStore struct {
 
 	count atomic.Int64 // records held
 	bytes atomic.Int64 // their memRecordSize total
+
+	tenants *memTenants // each principal's records, for fair shares
+	// fullDue caches when the store's earliest record is due, for the
+	// Retry-After of a full store, and fullDueAt when it was read (unix
+	// nanoseconds of the store's clock): it is read at most once a second.
+	fullDue, fullDueAt atomic.Int64
 
 	sweepCursor atomic.Uint32  // the part the next Sweep starts at
 	sweepWanted chan struct{}  // signalled when a Reserve was refused for room
@@ -135,7 +146,9 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		maxBytes:    cfg.maxBytes,
 		seed:        maphash.MakeSeed(),
 		sweepWanted: make(chan struct{}, 1),
+		tenants:     newMemTenants(),
 	}
+	s.fullDueAt.Store(math.MinInt64)
 	for i := range s.shards {
 		s.shards[i].tokens = newTokenSource()
 		s.shards[i].cur = -1
@@ -223,15 +236,17 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 		return nil, sh.record(sh.slot(i), scope, key, s.loc), nil
 	}
 	size := memRecordSize(scope, key, fingerprint, true, 0)
+	var before memTally
 	if i >= 0 {
 		sl := sh.slot(i)
+		before = s.tally(sl)
 		s.bytes.Add(size - sl.size())
 		if string(sh.fingerprint(sl)) != fingerprint {
 			sh.writeIdentity(sl, scope, key, fingerprint)
 		}
 		sh.dropResponse(sl)
 		sh.compact()
-	} else if err := s.admit(sh, size, nowNs); err != nil {
+	} else if err := s.admit(sh, scope.Principal, size, nowNs); err != nil {
 		return nil, nil, err
 	} else {
 		i = sh.insert(h, scope, key, fingerprint)
@@ -242,24 +257,27 @@ func (s *MemoryStore) Reserve(ctx context.Context, scope Scope, key, fingerprint
 	sl.createdAt = nowNs
 	sl.deadline = addNanos(nowNs, lease)
 	sh.noteDue(s.dueAt(sl))
+	s.retally(sh, sl, before)
 	return &Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: sl.tokenText()}, nil, nil
 }
 
-// admit counts a new record of size bytes in, or returns ErrStoreFull
-// when there is no room for it even after sh's due records are reclaimed.
-// Callers hold sh's lock.
-func (s *MemoryStore) admit(sh *memShard, size int64, now int64) error {
-	if s.take(size) {
+// admit counts a new record of principal of size bytes in, or returns a
+// *StoreFullError when there is no room for it, or the store is near full
+// and principal holds its fair share (fairShare), even after sh's due
+// records are reclaimed. Callers hold sh's lock.
+func (s *MemoryStore) admit(sh *memShard, principal string, size int64, now int64) error {
+	if s.fairShare(principal, size) && s.take(size) {
 		return nil
 	}
-	if (!sh.dueKnown || reached(now, sh.nextDue)) && s.reclaim(sh, now, -1) > 0 && s.take(size) {
+	if (!sh.dueKnown || reached(now, sh.nextDue)) && s.reclaim(sh, now, -1) > 0 &&
+		s.fairShare(principal, size) && s.take(size) {
 		return nil
 	}
 	select { // ask the sweeper to reclaim the other parts now
 	case s.sweepWanted <- struct{}{}:
 	default:
 	}
-	return ErrStoreFull
+	return s.refusal(principal, size, now)
 }
 
 // take counts one record of size bytes in if both bounds allow it.
@@ -372,8 +390,10 @@ func (s *MemoryStore) reclaim(sh *memShard, now int64, limit int) int {
 
 // delete removes the record in slot i. Callers hold sh's lock.
 func (s *MemoryStore) delete(sh *memShard, i int) {
+	sl := sh.slot(i)
 	s.count.Add(-1)
-	s.bytes.Add(-sh.slot(i).size())
+	s.bytes.Add(-sl.size())
+	s.tenants.change(sh.principalOf(sl), -1, -sl.size(), s.dueAt(sl), true, 0, false)
 	sh.remove(i)
 }
 
@@ -402,6 +422,7 @@ func owned(sh *memShard, h uint64, r Reservation) (int, error) {
 // refused for room.
 func (s *MemoryStore) complete(sh *memShard, i int, c Completion, size int) {
 	sl := sh.slot(i)
+	tally := s.tally(sl)
 	before := sl.size()
 	sl.completed = true
 	sl.token = [16]byte{}
@@ -409,6 +430,7 @@ func (s *MemoryStore) complete(sh *memShard, i int, c Completion, size int) {
 	sh.setResponse(sl, c.Response, size)
 	sh.noteDue(sl.deadline)
 	s.bytes.Add(sl.size() - before)
+	s.retally(sh, sl, tally)
 	sh.compact()
 }
 
@@ -464,6 +486,7 @@ func (s *MemoryStore) Close() error {
 		sh.reset()
 		sh.mu.Unlock()
 	}
+	s.tenants.reset()
 	return nil
 }
 

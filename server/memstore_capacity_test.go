@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -18,6 +19,21 @@ func fillStore(t *testing.T, s *server.MemoryStore, n int, retention time.Durati
 	t.Helper()
 	for i := range n {
 		res, _, err := s.Reserve(t.Context(), memScope, newBenchKey(i), fp("x"), time.Minute)
+		require.NoError(t, err)
+		require.NotNil(t, res, "key %d", i)
+		require.NoError(t, s.Complete(t.Context(), completion(*res, "{}", retention)))
+	}
+}
+
+// fillStoreAcross reserves and completes n keys, each of a principal of
+// its own, kept for retention: a store a single principal could not fill
+// past its fair share.
+func fillStoreAcross(t *testing.T, s *server.MemoryStore, n int, retention time.Duration) {
+	t.Helper()
+	for i := range n {
+		scope := memScope
+		scope.Principal = fmt.Sprintf("tenant-%d", i)
+		res, _, err := s.Reserve(t.Context(), scope, newBenchKey(i), fp("x"), time.Minute)
 		require.NoError(t, err)
 		require.NotNil(t, res, "key %d", i)
 		require.NoError(t, s.Complete(t.Context(), completion(*res, "{}", retention)))
@@ -98,14 +114,14 @@ func TestMemoryStoreFullWakesTheSweeper(t *testing.T) {
 	const capacity = 64
 	s := server.NewMemoryStore(server.WithClock(clock.Now), server.WithCapacity(capacity, 0))
 	t.Cleanup(func() { _ = s.Close() })
-	fillStore(t, s, capacity, time.Minute)
+	fillStoreAcross(t, s, capacity, time.Minute)
 	clock.Advance(time.Hour)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := startSweeper(t, ctx, s, time.Hour, 10, nil)
 	require.Eventually(t, func() bool { n, _ := s.Usage(); return n == 0 }, 5*time.Second, time.Millisecond,
 		"the sweep at start")
-	fillStore(t, s, capacity, time.Minute)
+	fillStoreAcross(t, s, capacity, time.Minute)
 	clock.Advance(time.Hour)
 	// A new key that lands in a part holding due records reclaims them and
 	// is admitted; the first that lands in a part without any is refused.

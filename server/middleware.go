@@ -34,7 +34,8 @@ type Middleware struct {
 
 // New returns the idempotency layer over store. It needs a principal
 // choice, WithPrincipal or WithAnonymous, which scopes every key; without
-// one it returns ErrNoPrincipal, which lists the helpers.
+// one it returns ErrNoPrincipal, which lists the helpers. A lease shorter
+// than MinLease of the store timeout is refused with a *LeaseTooShortError.
 func New(store Store, opts ...Option) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("server: New needs a store")
@@ -46,6 +47,10 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 	if err := checkPrincipalChoice(&cfg); err != nil {
 		return nil, err
 	}
+	if err := CheckLease(cfg.lease, cfg.storeTimeout); err != nil {
+		return nil, err
+	}
+	cfg.jsonTokens = JSONTokenLimit(cfg.maxBody)
 	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil
 }
 
@@ -121,17 +126,17 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		w.Header().Set(m.cfg.key.header, echoValue(key))
 	}
 
-	if !checkJSONBody(w, r, body) {
+	if !checkJSONBody(w, r, body, m.cfg.jsonTokens) {
 		return
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := RequestFingerprint(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body)
+	fingerprint := requestFingerprintWithin(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens)
 	log := m.requestLogger(r, route, key)
 	ans := m.cfg.answers
 	res, rec, err := m.reserve(r, scope, key, fingerprint)
 	if rec != nil && rec.Fingerprint != fingerprint && legacyFingerprint(rec.Fingerprint) &&
-		rec.Fingerprint == Fingerprint(r.Method, route, body) {
+		rec.Fingerprint == fingerprintBeforeTarget(r.Method, route, body) {
 		// Stored before the request target was fingerprinted: its
 		// retries within the retention are answered as they were.
 		fingerprint = rec.Fingerprint
@@ -144,7 +149,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	case errors.Is(err, ErrStoreFull):
 		log.Warn("idempotency store full; new key refused", "err", err)
 		m.decided(r, decisionStoreUnavailable, key)
-		ans.StoreUnavailable(w)
+		m.answerStoreFull(w, err)
 	case err != nil:
 		log.Warn("idempotency store unavailable; request refused", "err", err)
 		m.decided(r, decisionStoreUnavailable, key)
@@ -174,6 +179,22 @@ func (m *Middleware) reserve(r *http.Request, scope Scope, key, fingerprint stri
 	ctx := newStoreContext(r.Context(), m.cfg.storeTimeout)
 	defer ctx.stop()
 	return m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
+}
+
+// answerStoreFull answers a new key a full store refused, with the
+// Retry-After the store gave when the answers can say it.
+func (m *Middleware) answerStoreFull(w http.ResponseWriter, err error) {
+	full, ok := m.cfg.answers.(StoreFullAnswers)
+	if !ok {
+		m.cfg.answers.StoreUnavailable(w)
+		return
+	}
+	retryAfter := storeUnavailableRetryAfter
+	var sf *StoreFullError
+	if errors.As(err, &sf) && sf.RetryAfter > 0 {
+		retryAfter = sf.RetryAfter
+	}
+	full.StoreFull(w, retryAfter)
 }
 
 // requestKey reads the request's key and body. ok is false when it has

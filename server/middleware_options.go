@@ -36,6 +36,7 @@ type config struct {
 	retention            time.Duration
 	store5xx             bool
 	maxBody              int64
+	jsonTokens           int // JSONTokenLimit(maxBody), set by New
 	logger               *slog.Logger
 	inProgressRetryAfter time.Duration
 	storedHeaders        []string // canonical names
@@ -70,7 +71,8 @@ type Option func(*config)
 
 // WithLease sets how long a reservation is held before a retry with the
 // same key may take it over (default 30 s). It should outlast the slowest
-// handler. A non-positive d is ignored.
+// handler, and must last MinLease of the store timeout (3 × it), or New
+// refuses it. A non-positive d is ignored.
 func WithLease(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -112,7 +114,9 @@ func WithStore5xx(store bool) Option {
 
 // WithMaxBody sets the largest request body the layer reads (default
 // 1 MiB); a larger one is answered 413 /body-too-large and nothing is
-// stored. A non-positive n is ignored.
+// stored. It also sets how many values a JSON body may hold
+// (JSONTokenLimit: one per 32 bytes of n, never fewer than
+// MaxJSONTokens). A non-positive n is ignored.
 func WithMaxBody(n int64) Option {
 	return func(c *config) {
 		if n > 0 {

@@ -557,6 +557,8 @@ func TestStaleOwnerCannotOverwriteTheTakeover(t *testing.T) {
 	assert.True(t, replayed(replay))
 	assert.JSONEq(t, `{"run":2}`, replay.Body.String(), "the stored result is the new owner's")
 	assert.Contains(t, r.logs.String(), "level=WARN msg=\"lease lost")
+	assert.Contains(t, r.logs.String(), "not stored", "the log says the stale owner's answer was not kept")
+	assert.NotContains(t, r.logs.String(), "stored result stands", "the log claims no result it cannot know of")
 }
 
 func TestHandlerCompletingTheKeyItselfIsNotCompletedTwice(t *testing.T) {
@@ -666,8 +668,8 @@ func TestAccessors(t *testing.T) {
 	assert.Equal(t, server.DefaultRetention, idem.Retention())
 
 	idem = mustNew(t, server.NewMemoryStore(),
-		server.WithLease(5*time.Second), server.WithRetention(time.Hour), server.WithLease(-1))
-	assert.Equal(t, 5*time.Second, idem.Lease(), "a non-positive lease keeps the previous value")
+		server.WithLease(10*time.Second), server.WithRetention(time.Hour), server.WithLease(-1))
+	assert.Equal(t, 10*time.Second, idem.Lease(), "a non-positive lease keeps the previous value")
 	assert.Equal(t, time.Hour, idem.Retention())
 }
 

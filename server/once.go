@@ -72,7 +72,7 @@ func Once(ctx context.Context, store Store, scope Scope, id, fingerprint string,
 // runOnce runs fn under res and settles the id: completed with the
 // result, or released on an error or a panic.
 func runOnce(ctx context.Context, store Store, cfg config, res Reservation, fn func(context.Context) ([]byte, error)) (result []byte, err error) {
-	held := &Held{Reservation: res, Retention: cfg.retention}
+	held := &Held{Reservation: res, Retention: cfg.retention, StoreTimeout: cfg.storeTimeout}
 	// The id is settled even when ctx ends: fn ran, and its outcome must
 	// not be lost with the caller's deadline. Never beyond the lease,
 	// after which the id is another's anyway.

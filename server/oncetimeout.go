@@ -8,12 +8,17 @@ import (
 )
 
 // ErrStoreTimeout matches (errors.Is) every StoreTimeoutError: a store
-// call of Once that had not answered within WithStoreTimeout.
+// call of Once that had not answered within WithStoreTimeout, or a
+// transaction that commits an effect with its key past its Completion's
+// Timeout (pgstore's CompleteBatch and CompleteTx).
 var ErrStoreTimeout = errors.New("server: the store did not answer in time")
 
 // StoreTimeoutError is what Once returns when a store call has not
 // answered within WithStoreTimeout (default DefaultStoreTimeout): the
-// store is stalled or black-holed. A consumer leaves the message for
+// store is stalled or black-holed. A store's transactional hook returns
+// it (Op "complete") when the transaction that commits an effect with its
+// key ran past Completion.Timeout and was rolled back: a handler answers
+// 503 with Retry-After. A consumer leaves the message for
 // redelivery. Op says which call stalled: "reserve" (fn did not run),
 // "complete" (fn ran, its result may not be stored; the id is freed by
 // its lease) or "release".

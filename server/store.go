@@ -88,6 +88,14 @@ type Completion struct {
 	Response    Response
 	// Retention is how long the completed record is kept.
 	Retention time.Duration
+	// Timeout, when positive, bounds the transaction that commits the
+	// effect with this completion (Held.Completion sets the layer's store
+	// timeout): a store's transactional hook (pgstore's CompleteBatch and
+	// CompleteTx) gives up and rolls back when it runs out, with a
+	// *StoreTimeoutError, so a lock on the effect's table cannot hold the
+	// request until its client leaves. Complete ignores it: the layer
+	// bounds its own calls.
+	Timeout time.Duration
 }
 
 // Store keeps idempotency records. Every method is safe for concurrent

@@ -40,6 +40,7 @@ type serveFlags struct {
 	memBytes        int64
 	retention       time.Duration
 	lease           time.Duration
+	storeTimeout    time.Duration
 	payoutDelay     time.Duration
 	store5xx        bool
 	adminToken      string
@@ -158,6 +159,8 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.StringVar(&f.dialect, "dialect", testserver.DefaultDialect, "idempotency dialect to speak: "+dialectList)
 	fl.DurationVar(&f.retention, "retention", testserver.DefaultRetention, "how long completed keys are replayed; unset, the --dialect's figure")
 	fl.DurationVar(&f.lease, "lease", testserver.DefaultLease, "how long a key stays reserved before a retry may take it over")
+	fl.DurationVar(&f.storeTimeout, "store-timeout", server.DefaultStoreTimeout,
+		"bound on each store call and on the transaction that commits a payment with its key; --lease must be at least 3 times it")
 	fl.DurationVar(&f.payoutDelay, "payout-delay", testserver.DefaultPayoutDelay, "how long a payout stays pending")
 	fl.BoolVar(&f.store5xx, "store-5xx", false, "store 5xx answers as final instead of freeing the key; unset, the --dialect's rule")
 	fl.StringVar(&f.principalKey, "principal-key", "",
@@ -194,6 +197,13 @@ func (f serveFlags) validate() error {
 	}
 	if _, err := parseStoreKind(f.store); err != nil {
 		errs = append(errs, err)
+	}
+	if f.storeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--store-timeout must be positive, got %v", f.storeTimeout))
+	} else if f.lease > 0 {
+		if err := server.CheckLease(f.lease, f.storeTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("--lease and --store-timeout: %w", err))
+		}
 	}
 	if f.memRecords <= 0 || f.memBytes <= 0 {
 		errs = append(errs, fmt.Errorf("--memory-max-records and --memory-max-bytes must be positive, got %d and %d", f.memRecords, f.memBytes))
@@ -272,6 +282,7 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		testserver.WithServerDialect(f.dialect),
 		testserver.WithServerRetention(f.retention),
 		testserver.WithServerLease(f.lease),
+		testserver.WithServerStoreTimeout(f.storeTimeout),
 		testserver.WithPayoutDelay(f.payoutDelay),
 		testserver.WithServerStore5xx(f.store5xx),
 		testserver.WithAdminToken(f.adminToken),

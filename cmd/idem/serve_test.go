@@ -253,6 +253,9 @@ func TestServe_RejectsBadFlags(t *testing.T) {
 		"negative delay":    {[]string{"--handler-delay", "-1s"}, "--handler-delay must not be negative"},
 		"log level":         {[]string{"--log-level", "loud"}, `invalid --log-level "loud"`},
 		"zero lease":        {[]string{"--lease", "0s"}, "lease must be positive"},
+		"lease too short":   {[]string{"--lease", "1s"}, "lease 1s is shorter than 3 × store timeout 3s"},
+		"lease vs timeout":  {[]string{"--lease", "1s", "--store-timeout", "500ms"}, "at least 1.5s or lower the store timeout to at most 333ms"},
+		"zero timeout":      {[]string{"--store-timeout", "0s"}, "--store-timeout must be positive"},
 		"negative payout":   {[]string{"--payout-delay", "-1s"}, "payout delay must not be negative"},
 		"bad duration":      {[]string{"--retention", "forever"}, "invalid argument"},
 		"bad address":       {[]string{"--addr", "no-port"}, "listen on no-port"},
@@ -273,6 +276,7 @@ func TestServe_RejectsBadFlags(t *testing.T) {
 			err := root.ExecuteContext(t.Context())
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, exitCannotRun, exitCodeOf(err))
 		})
 	}
 }

@@ -79,8 +79,11 @@ func (a *ordersAPI) create(w http.ResponseWriter, r *http.Request) {
 		"Content-Type": {"application/json"}, "Location": {"/v1/orders/" + o.ID}}}
 	held, _ := server.HeldFrom(r.Context()) // every POST is guarded
 	if err := a.orders.create(r.Context(), principal, o, *held.Completion(resp)); err != nil {
-		// ErrFenced: a retry took the key over after our lease; nothing
-		// was written and its answer stands.
+		// Nothing was written: the transaction ran past the store timeout
+		// and rolled back, or (ErrFenced) our lease ended and the key was
+		// taken over or removed. The layer frees the key (if still ours);
+		// a retry gets the key's answer, or runs again.
+		w.Header().Set("Retry-After", "1")
 		http.Error(w, "order not created; retry", http.StatusServiceUnavailable)
 		return
 	}

@@ -29,6 +29,13 @@ func newPostgresOrders(ctx context.Context, keys *pgstore.Store) (*postgresOrder
 }
 
 func (p *postgresOrders) create(ctx context.Context, principal string, o Order, c server.Completion) error {
+	// The layer's store timeout (c.Timeout) bounds the transaction: a lock
+	// on the orders table cannot hold the request.
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
 	return pgx.BeginFunc(ctx, p.keys.Pool(), func(tx pgx.Tx) error {
 		// The completion first: it locks the key's row, so a retry that
 		// took the lease over waits for this commit or fences it.

@@ -22,6 +22,9 @@ const (
 	// fleetLease is the replicas' idempotency lease: a key a killed
 	// replica reserved is taken over once it runs out.
 	fleetLease = "2s"
+	// fleetStoreTimeout bounds each store call: the lease must last three
+	// of them (server.MinLease).
+	fleetStoreTimeout = "600ms"
 )
 
 // startFleet starts three replicas on one Postgres schema behind a
@@ -33,7 +36,7 @@ func startFleet(t *testing.T) ([]*replica, *proxy) {
 	replicas := make([]*replica, 3)
 	addrs := make([]string, 3)
 	for i := range replicas {
-		replicas[i] = startReplica(t, "--store", dsn, "--store-schema", schema, "--lease", fleetLease, "--log-level", "info")
+		replicas[i] = startReplica(t, "--store", dsn, "--store-schema", schema, "--lease", fleetLease, "--store-timeout", fleetStoreTimeout, "--log-level", "info")
 		addrs[i] = replicas[i].addr
 	}
 	return replicas, startProxy(t, addrs...)

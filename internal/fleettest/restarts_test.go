@@ -26,6 +26,9 @@ const (
 	restartRounds       = 8
 	restartKeysPerRound = 60
 	restartLease        = "1s"
+	// restartStoreTimeout bounds each store call: the lease must last
+	// three of them (server.MinLease).
+	restartStoreTimeout = "300ms"
 )
 
 // TestServerKilledMidRequestManyTimesPaysOncePerKey runs `idem serve` on
@@ -40,7 +43,7 @@ func TestServerKilledMidRequestManyTimesPaysOncePerKey(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
 	schema := testenv.PostgresSchema(t, dsn, "idem_fleet_")
-	args := []string{"--store", dsn, "--store-schema", schema, "--lease", restartLease}
+	args := []string{"--store", dsn, "--store-schema", schema, "--lease", restartLease, "--store-timeout", restartStoreTimeout}
 	token := "tok_" + rand.Text()
 	var keys []string
 	seen := map[string]string{} // key → the payment its answers named
@@ -188,24 +191,38 @@ func postOnceAlive(ctx context.Context, t *testing.T, client *http.Client, baseU
 	return answer{}, false
 }
 
-// paymentsByReference lists token's payments, their ids by reference.
+// paymentsByReference lists token's payments, page by page, their ids
+// by reference.
 func paymentsByReference(t *testing.T, baseURL, token string) map[string][]string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, baseURL+"/v1/payments", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := newLoadClient().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct{ ID, Reference string }
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
 	out := map[string][]string{}
-	for _, p := range list.Data {
-		out[p.Reference] = append(out[p.Reference], p.ID)
+	after := ""
+	for page := 0; ; page++ {
+		require.Less(t, page, 10000, "the list ends")
+		url := baseURL + "/v1/payments?limit=100"
+		if after != "" {
+			url += "&starting_after=" + after
+		}
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := newLoadClient().Do(req)
+		require.NoError(t, err)
+		var list struct {
+			HasMore bool `json:"has_more"`
+			Data    []struct{ ID, Reference string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		require.NoError(t, err)
+		for _, p := range list.Data {
+			out[p.Reference] = append(out[p.Reference], p.ID)
+		}
+		if !list.HasMore || len(list.Data) == 0 {
+			return out
+		}
+		after = list.Data[len(list.Data)-1].ID
 	}
-	return out
 }
 
 // randomDuration is uniform in [0, limit).

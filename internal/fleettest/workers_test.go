@@ -75,7 +75,7 @@ func TestWorkersResumeAfterOneWasKilled(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
 	schema := testenv.PostgresSchema(t, dsn, "idem_fleet_")
 	token := "tok_" + rand.Text()
-	srv := idemtest.NewServer(t, idemtest.WithLease(2*time.Second))
+	srv := idemtest.NewServer(t, idemtest.WithLease(2*time.Second), idemtest.WithStoreTimeout(600*time.Millisecond))
 	keys := beginIntents(t, dsn, schema, srv.URL, token)
 
 	// The doomed worker is slowed down so it dies with work in hand.

@@ -2,6 +2,7 @@ package testserver
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/idemkit/idem/server"
@@ -49,6 +50,24 @@ func (a dialectAnswers) InProgress(w http.ResponseWriter, retryAfter time.Durati
 func (a dialectAnswers) KeyReused(w http.ResponseWriter)        { a.d.keyReused(w) }
 func (a dialectAnswers) StoreUnavailable(w http.ResponseWriter) { a.d.storeUnavailable(w) }
 func (a dialectAnswers) Replayed(h http.Header, status int) int { return a.d.replayed(h, status) }
+
+// StoreFull implements server.StoreFullAnswers: the dialect's store
+// unavailable answer, with the full store's Retry-After.
+func (a dialectAnswers) StoreFull(w http.ResponseWriter, retryAfter time.Duration) {
+	a.d.storeUnavailable(retryAfterWriter{ResponseWriter: w, seconds: strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10)})
+}
+
+// retryAfterWriter sets Retry-After to seconds as the answer's header is
+// written, whatever the writer before it set.
+type retryAfterWriter struct {
+	http.ResponseWriter
+	seconds string
+}
+
+func (w retryAfterWriter) WriteHeader(status int) {
+	w.Header().Set("Retry-After", w.seconds)
+	w.ResponseWriter.WriteHeader(status)
+}
 
 // newIdempotency is package server's layer speaking d over store, keys
 // scoped by the keyed hash of the bearer token (the process's key unless

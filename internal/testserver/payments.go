@@ -53,12 +53,6 @@ type moneyRequest struct {
 	Reference string
 }
 
-// paymentList is the body of GET /v1/payments.
-type paymentList struct {
-	Data  []Payment `json:"data"`
-	Total int       `json:"total"`
-}
-
 func (a *paymentsAPI) createPayment(w http.ResponseWriter, r *http.Request) {
 	principal, req, ok := a.readMoneyRequest(w, r)
 	if !ok {
@@ -108,10 +102,15 @@ func (a *paymentsAPI) listPayments(w http.ResponseWriter, r *http.Request) {
 		a.writeStoreError(w, err, "payment")
 		return
 	}
-	if payments == nil {
-		payments = []Payment{} // "data": [] rather than null
+	page, hasMore, rerr := listPage(r, payments)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
 	}
-	a.writeJSON(w, http.StatusOK, paymentList{Data: payments, Total: len(payments)})
+	if page == nil {
+		page = []Payment{} // "data": [] rather than null
+	}
+	a.writeJSON(w, http.StatusOK, paymentList{Object: "list", URL: routePayments, HasMore: hasMore, Data: page, Total: len(payments)})
 }
 
 // readMoneyRequest authenticates the caller and parses a strict
@@ -224,16 +223,23 @@ func (a *paymentsAPI) commit(w http.ResponseWriter, r *http.Request, resp Respon
 	writeResponse(w, resp)
 }
 
-// writeStoreError maps a store error to its problem: ErrNotFound → 404,
-// ErrFenced → 409 (a newer request owns the key and nothing was written),
-// anything else (a full store included) → 503 with Retry-After.
+// writeStoreError maps a store error to its problem: ErrNotFound → 404;
+// ErrFenced → 409 (this request's hold on its key ended before the effect
+// committed, so nothing was written; a retry replays the key's answer or
+// runs); a transaction past the store timeout, a full store, anything
+// else → 503 with Retry-After.
 func (a *paymentsAPI) writeStoreError(w http.ResponseWriter, err error, resource string) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no such "+resource, 0)
 	case errors.Is(err, ErrFenced):
 		WriteProblem(w, http.StatusConflict, ProblemInProgress, "Request in progress",
-			"a newer request with this idempotency key owns it; nothing was written", storeRetryAfter)
+			"this request's lease on the idempotency key ended before its effect was committed, and the key was taken over "+
+				"or removed; nothing was written; retry with the same key to get the key's answer", storeRetryAfter)
+	case errors.Is(err, server.ErrStoreTimeout):
+		a.logger.Warn("the effect's transaction ran past the store timeout; rolled back", "err", err)
+		WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Store timeout",
+			"the server's store did not commit the request within its timeout and gave it up; retry with the same key", storeRetryAfter)
 	case errors.Is(err, ErrStoreFull):
 		a.logger.Warn("store full; new payment refused", "err", err)
 		WriteProblem(w, http.StatusServiceUnavailable, ProblemStoreUnavailable, "Store full",

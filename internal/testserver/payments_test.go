@@ -188,7 +188,7 @@ func TestPaymentsArePerPrincipal(t *testing.T) {
 	assert.Equal(t, http.StatusOK, anonGet.status)
 
 	empty := do(t, ts.Client(), ts.URL, call{method: "GET", path: "/v1/payments", token: "carol"})
-	assert.JSONEq(t, `{"data":[],"total":0}`, string(empty.body))
+	assert.JSONEq(t, `{"object":"list","url":"/v1/payments","has_more":false,"data":[],"total":0}`, string(empty.body))
 }
 
 func decodePaymentBody(t *testing.T, body []byte) Payment {
@@ -236,4 +236,57 @@ func FuzzCreatePayment(f *testing.F) {
 			t.Fatalf("status %d for body %q: %s", rec.Code, body, rec.Body)
 		}
 	})
+}
+
+// GET /v1/payments pages as Stripe's lists do: a bounded default limit,
+// limit up to 100, starting_after the last id of the page before.
+func TestListPaymentsPages(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	_, ts := startServer(t, WithServerClock(clock.Now))
+	const n = 25
+	ids := make([]string, n)
+	for i := range n {
+		ids[n-1-i] = decodePayment(t, do(t, ts.Client(), ts.URL, pay("alice", fmt.Sprint("k", i)))).ID // newest first
+		clock.Advance(time.Second)
+	}
+	list := func(query string) paymentList {
+		t.Helper()
+		r := do(t, ts.Client(), ts.URL, call{method: "GET", path: "/v1/payments" + query, token: "alice"})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var got paymentList
+		require.NoError(t, json.Unmarshal(r.body, &got))
+		return got
+	}
+	first := list("")
+	require.Len(t, first.Data, defaultListLimit, "a bounded page by default")
+	assert.True(t, first.HasMore)
+	assert.Equal(t, n, first.Total)
+	assert.Equal(t, "list", first.Object)
+
+	var seen []string
+	for page, after := 0, ""; ; page++ {
+		require.Less(t, page, n, "paging ends")
+		query := "?limit=7"
+		if after != "" {
+			query += "&starting_after=" + after
+		}
+		got := list(query)
+		for _, p := range got.Data {
+			seen = append(seen, p.ID)
+		}
+		if !got.HasMore {
+			break
+		}
+		after = got.Data[len(got.Data)-1].ID
+	}
+	assert.Equal(t, ids, seen, "every payment once, newest first")
+
+	for _, bad := range []string{"?limit=0", "?limit=101", "?limit=x", "?starting_after=pay_nope", "?ending_before=" + ids[0]} {
+		r := do(t, ts.Client(), ts.URL, call{method: "GET", path: "/v1/payments" + bad, token: "alice"})
+		assert.Equal(t, http.StatusBadRequest, r.status, bad)
+		assert.Equal(t, ProblemInvalidRequest, r.problemType(), bad)
+	}
+	other := do(t, ts.Client(), ts.URL, call{method: "GET", path: "/v1/payments?starting_after=" + ids[0], token: "bob"})
+	assert.Equal(t, http.StatusBadRequest, other.status, "another principal's id is no cursor")
 }

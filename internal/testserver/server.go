@@ -48,6 +48,7 @@ type config struct {
 	store         Store
 	clock         func() time.Time
 	lease         time.Duration
+	storeTimeout  time.Duration
 	retention     time.Duration
 	store5xx      bool
 	maxBody       int64
@@ -87,6 +88,12 @@ func WithServerClock(now func() time.Time) Option { return func(c *config) { c.c
 
 // WithServerLease sets the idempotency lease (default DefaultLease).
 func WithServerLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
+
+// WithServerStoreTimeout bounds each store call of the idempotency layer,
+// and the transaction that commits a payment with its key (default
+// server.DefaultStoreTimeout); see server.WithStoreTimeout. The lease
+// must last server.MinLease of it.
+func WithServerStoreTimeout(d time.Duration) Option { return func(c *config) { c.storeTimeout = d } }
 
 // WithServerRetention sets how long completed keys are replayed (default:
 // the dialect's retention, else DefaultRetention).
@@ -156,6 +163,7 @@ func New(opts ...Option) (*Server, error) {
 	cfg := config{
 		clock:         time.Now,
 		lease:         DefaultLease,
+		storeTimeout:  server.DefaultStoreTimeout,
 		retention:     DefaultRetention,
 		maxBody:       DefaultMaxBody,
 		payoutDelay:   DefaultPayoutDelay,
@@ -222,6 +230,12 @@ func (c *config) validate(optErr error) error {
 		}
 	}
 	positive("lease", c.lease)
+	positive("store timeout", c.storeTimeout)
+	if c.lease > 0 && c.storeTimeout > 0 {
+		if err := server.CheckLease(c.lease, c.storeTimeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	positive("retention", c.retention)
 	positive("sweep interval", c.sweepInterval)
 	if c.memRecords < 0 || c.memBytes < 0 {
@@ -273,7 +287,7 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	// The principal is chosen explicitly: the account under WithAccounts,
 	// else the bearer token's keyed hash; no Authorization is anonymous.
 	idem := newIdempotency(s.store, dialect, server.WithPrincipal(s.principal), server.WithAnonymous(),
-		server.WithLease(cfg.lease), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
+		server.WithLease(cfg.lease), server.WithStoreTimeout(cfg.storeTimeout), server.WithRetention(cfg.retention), server.WithStore5xx(cfg.store5xx),
 		server.WithMaxBody(cfg.maxBody), server.WithLogger(cfg.logger))
 	auth := s.accounts.authenticated
 	guard := func(route string, h http.HandlerFunc) http.Handler {

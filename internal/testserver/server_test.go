@@ -143,13 +143,15 @@ func paymentCount(t *testing.T, s *Server) int {
 func TestNewRejectsInvalidOptions(t *testing.T) {
 	t.Parallel()
 	cases := map[string]Option{
-		"lease":          WithServerLease(-time.Second),
-		"retention":      WithServerRetention(0),
-		"max body":       WithServerMaxBody(0),
-		"payout delay":   WithPayoutDelay(-time.Second),
-		"sweep interval": WithSweepInterval(-time.Minute),
-		"clock":          WithServerClock(nil),
-		"admin token":    WithAdminToken("has space"),
+		"lease":                WithServerLease(-time.Second),
+		"retention":            WithServerRetention(0),
+		"max body":             WithServerMaxBody(0),
+		"payout delay":         WithPayoutDelay(-time.Second),
+		"sweep interval":       WithSweepInterval(-time.Minute),
+		"clock":                WithServerClock(nil),
+		"admin token":          WithAdminToken("has space"),
+		"store timeout":        WithServerStoreTimeout(0),
+		"3 × store timeout 3s": WithServerLease(2 * time.Second),
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -28,6 +28,12 @@ const fencedState = "22012"
 // transaction (no BEGIN, COMMIT or ROLLBACK); their callbacks
 // (QueuedQuery.Exec and the like) run as the results come back.
 //
+// c.Timeout (Held.Completion sets the layer's store timeout) bounds the
+// transaction: PostgreSQL gives up on a lock wait or a statement past it
+// and rolls everything back, and CompleteBatch returns a
+// *server.StoreTimeoutError (server.ErrStoreTimeout): answer 503 with
+// Retry-After, and the layer releases the key.
+//
 //	b := &pgx.Batch{}
 //	b.Queue(`INSERT INTO orders (id, sku) VALUES ($1, $2)`, id, sku)
 //	if err := store.CompleteBatch(ctx, *held.Completion(resp), b); err != nil {
@@ -40,13 +46,16 @@ func (s *Store) CompleteBatch(ctx context.Context, c server.Completion, effect *
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	b := &pgx.Batch{}
+	if c.Timeout > 0 {
+		b.Queue(boundTransaction, timeoutSetting(c.Timeout))
+	}
 	b.Queue(s.q.completeOrAbort, args...)
 	if effect != nil {
 		b.QueuedQueries = append(b.QueuedQueries, effect.QueuedQueries...)
 	}
-	br := s.pool.SendBatch(ctx, b)
-	_, err = br.Exec()
-	closeErr := br.Close()
+	parent := ctx
+	err, closeErr := s.sendBounded(ctx, c, b)
+	err, closeErr = effectTimeout(parent, c, err), effectTimeout(parent, c, closeErr)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == fencedState:

@@ -72,7 +72,7 @@ func TestClusterMasterKilledMidLoad(t *testing.T) {
 	store, err := Open(ctx, cluster.URL(), WithPrefix("idemtest:"+rand.Text()+":"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	srv, err := testserver.New(testserver.WithStore(store), testserver.WithServerLease(time.Second))
+	srv, err := testserver.New(testserver.WithStore(store), testserver.WithServerLease(time.Second), testserver.WithServerStoreTimeout(300*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	hs := httptest.NewServer(srv.Handler())

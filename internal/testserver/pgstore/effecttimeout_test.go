@@ -1,0 +1,111 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
+	"github.com/idemkit/idem/internal/testserver"
+)
+
+// effectStoreTimeout is the store timeout of the server under test: the
+// bound on the transaction that commits a payment with its key.
+const effectStoreTimeout = 300 * time.Millisecond
+
+// A lock on the payments table held by another connection cannot hold
+// requests: each payment's transaction gives up at the store timeout,
+// rolls back, and the client gets 503 with Retry-After; the key is free
+// again, so once the lock is gone each retry pays once.
+func TestEffectTransactionIsBoundedByTheStoreTimeout(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.PostgresDSN(t)
+	schema := newSchema(t, dsn)
+	store := openStore(t, dsn, schema)
+	srv, err := testserver.New(testserver.WithStore(store),
+		testserver.WithServerStoreTimeout(effectStoreTimeout), testserver.WithServerLease(3*effectStoreTimeout))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); _ = srv.Close() })
+	// Far beyond the bound: a request still waiting then is a hang.
+	client := &http.Client{Timeout: 30 * time.Second}
+
+	locker, err := pgx.Connect(t.Context(), testenv.DirectDSN(dsn))
+	require.NoError(t, err)
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = tx.Exec(t.Context(), "LOCK TABLE "+pgx.Identifier{schema, "payments"}.Sanitize()+" IN EXCLUSIVE MODE")
+	require.NoError(t, err)
+
+	const requests = 4
+	var wg sync.WaitGroup
+	answers := make([]*http.Response, requests)
+	bodies := make([]string, requests)
+	took := make([]time.Duration, requests)
+	for i := range requests {
+		wg.Go(func() {
+			start := time.Now()
+			answers[i], bodies[i] = pay(t, client, ts.URL, fmt.Sprintf("k-locked-%d", i))
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i, resp := range answers {
+		require.NotNil(t, resp, "request %d did not end", i)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "request %d: %s", i, bodies[i])
+		assert.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+		assert.Contains(t, bodies[i], testserver.ProblemStoreUnavailable)
+		t.Logf("request %d answered %d after %s (store timeout %s)", i, resp.StatusCode, took[i].Round(time.Millisecond), effectStoreTimeout)
+	}
+	n, err := store.CountPayments(t.Context())
+	require.NoError(t, err)
+	assert.Zero(t, n, "no payment committed while the table was locked")
+
+	require.NoError(t, tx.Rollback(t.Context()))
+	for i := range requests {
+		key := fmt.Sprintf("k-locked-%d", i)
+		first, body := pay(t, client, ts.URL, key)
+		require.Equal(t, http.StatusCreated, first.StatusCode, "the key was released: the retry runs: %s", body)
+		again, againBody := pay(t, client, ts.URL, key)
+		require.Equal(t, http.StatusCreated, again.StatusCode)
+		assert.Equal(t, "true", again.Header.Get(testserver.ReplayedHeader))
+		assert.Equal(t, body, againBody)
+	}
+	n, err = store.CountPayments(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, requests, n, "one payment per key")
+}
+
+// pay sends one payment with key and returns the answer and its body; a
+// request that fails returns nil.
+func pay(t *testing.T, client *http.Client, base, key string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/payments",
+		strings.NewReader(`{"amount":100,"currency":"EUR"}`))
+	if err != nil {
+		t.Error(err)
+		return nil, ""
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(testserver.KeyHeader, key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Errorf("payment %s: %v", key, err)
+		return nil, ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
+}
