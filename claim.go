@@ -86,7 +86,13 @@ func (c *Client) ClaimPending(ctx context.Context, limit int) ([]*Intent, error)
 		}
 		return pending, err
 	}
-	recs, err := claimer.Claim(ctx, c.cfg.claims.owner, c.cfg.claims.lease, limit)
+	// Bounded like every keystore wait: claims an answer never reported
+	// are held until their lease ends, then free again.
+	var recs []*keystore.Record
+	err := c.readStore(ctx, "claiming pending intents", func(rctx context.Context) (err error) {
+		recs, err = claimer.Claim(rctx, c.cfg.claims.owner, c.cfg.claims.lease, limit)
+		return err
+	})
 	var damaged *keystore.CorruptRecordsError
 	if err != nil && !errors.As(err, &damaged) {
 		return nil, fmt.Errorf("idem: claiming pending intents: %w", err)

@@ -92,7 +92,11 @@ const maxNamesakes = 16
 // the header as sent and params the secret query parameters, to compare
 // the credentials with a principal of theirs.
 func (c *Client) checkNamesakes(ctx context.Context, name string, rec *keystore.Record, sent http.Header, req *http.Request, adopt string) error {
-	found, err := c.namesakes(ctx, name, rec.Principal)
+	var found []*keystore.Record
+	err := c.readStore(ctx, "looking the name up under other principals", func(rctx context.Context) (err error) {
+		found, err = c.namesakes(rctx, name, rec.Principal)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("idem: looking up %q under other principals: %w", name, err)
 	}
