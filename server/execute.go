@@ -46,7 +46,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	if !held.Completed() {
 		ctx := m.settleContext(r)
 		defer ctx.stop()
-		m.settle(ctx, capture, res, log.With("status", capture.status))
+		if m.settle(ctx, capture, res, log.With("status", capture.status)) {
+			// A newer request took the key over: this answer is not the
+			// key's. The retry the 409 asks for gets the stored one.
+			m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
+			return
+		}
 	}
 	writeCaptured(w, capture)
 }
@@ -83,11 +88,12 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 }
 
 // settle stores the captured response as the key's final answer, or
-// releases the key so a retry runs the handler again.
-func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
+// releases the key so a retry runs the handler again. fenced reports that
+// a newer request owns the key, so the captured answer is not its answer.
+func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) (fenced bool) {
 	if !m.storable(c.status) {
 		m.release(ctx, res, log)
-		return
+		return false
 	}
 	resp := Response{
 		Status:     c.status,
@@ -101,6 +107,7 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 		// A newer request took the key over after this one's lease
 		// expired; its result is the one stored and replayed.
 		log.Warn("lease lost to a newer request; its stored result stands")
+		return true
 	case err != nil:
 		// Nothing more can be done here: the key stays reserved until its
 		// lease expires, then a retry with the same payload takes it over.
@@ -108,6 +115,7 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 	default:
 		log.Debug("response stored")
 	}
+	return false
 }
 
 // release frees the key so a retry runs the handler again.

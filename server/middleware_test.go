@@ -524,8 +524,12 @@ func TestStaleOwnerCannotOverwriteTheTakeover(t *testing.T) {
 
 	close(h.release)
 	stale := <-staleDone
-	assert.Equal(t, http.StatusCreated, stale.Code, "the stale owner still answers its own client")
-	assert.JSONEq(t, `{"run":1}`, stale.Body.String())
+	// The stale owner's answer is not the key's: its client is told to
+	// retry, and the retry gets the stored answer.
+	assert.Equal(t, http.StatusConflict, stale.Code, "a fenced owner never answers as if final")
+	assert.Equal(t, server.ProblemInProgress, problemType(t, stale))
+	assert.NotEmpty(t, stale.Header().Get("Retry-After"))
+	assert.NotContains(t, stale.Body.String(), `"run"`)
 
 	replay := serve(wrapped, post("key-1", paymentBody))
 	assert.True(t, replayed(replay))
