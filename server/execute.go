@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"time"
 )
 
 // execute runs next under the reservation, settles the key and answers
@@ -113,6 +114,7 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 		// lease expires, then a retry with the same payload takes it over.
 		log.Error("could not store the response; the key stays reserved until its lease expires", "err", err)
 	default:
+		setKeyExpires(c.header, time.Now().Add(m.cfg.retention))
 		log.Debug("response stored")
 	}
 	return false

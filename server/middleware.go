@@ -250,6 +250,7 @@ func (m *Middleware) replay(w http.ResponseWriter, rec *Record, log *slog.Logger
 	for name, values := range rec.Response.Header {
 		h[name] = slices.Clone(values)
 	}
+	setKeyExpires(h, rec.ExpiresAt)
 	w.WriteHeader(m.cfg.answers.Replayed(h, rec.Response.Status))
 	_, _ = w.Write(rec.Response.Body)
 	log.Debug("response replayed", "status", rec.Response.Status)
