@@ -30,6 +30,7 @@ type Middleware struct {
 	store    Store
 	cfg      config
 	captures capturePool
+	watcher  KeyWatcher // the store's, if it is one (WithWaitForOriginal)
 }
 
 // New returns the idempotency layer over store. Unless WithPrincipal says
@@ -49,7 +50,8 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 		}
 		cfg.principal = BearerPrincipal(cfg.principalSecret)
 	}
-	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil
+	watcher, _ := store.(KeyWatcher)
+	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg, watcher: watcher}, nil
 }
 
 // Lease returns how long a reservation is held before takeover.
@@ -160,8 +162,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		m.decidedReplay(r, key, rec.Fingerprint != fingerprint)
 		m.replay(w, rec, log)
 	default:
-		m.decided(r, decisionInProgress, key)
-		ans.InProgress(w, m.cfg.inProgressRetryAfter)
+		m.inProgress(w, r, scope, key, fingerprint, body, next, rec, log)
 	}
 }
 
