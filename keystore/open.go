@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/idemkit/idem/internal/redact"
 )
 
 // OpenOption tunes Open for the kind of keystore the location names.
@@ -91,16 +92,11 @@ func IsPostgresLocation(location string) bool {
 }
 
 // RedactLocation returns location as messages may show it: a URL with its
-// password replaced, a path as it is.
+// password replaced by "xxxxx" and the values of secret query parameters
+// (password, sslpassword, …) by "REDACTED"; the password of a libpq
+// key=value string too; a path as it is.
 func RedactLocation(location string) string {
-	if !strings.Contains(location, "://") {
-		return location
-	}
-	u, err := url.Parse(location)
-	if err != nil {
-		return "(unparsable keystore URL)"
-	}
-	return u.Redacted()
+	return redact.Location(location)
 }
 
 // parseLocation returns the lower-cased scheme of a URL location that

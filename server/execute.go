@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"time"
 )
 
 // execute runs next under the reservation, settles the key and answers
@@ -46,7 +47,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	if !held.Completed() {
 		ctx := m.settleContext(r)
 		defer ctx.stop()
-		m.settle(ctx, capture, res, log.With("status", capture.status))
+		if m.settle(ctx, capture, res, log.With("status", capture.status)) {
+			// A newer request took the key over: this answer is not the
+			// key's. The retry the 409 asks for gets the stored one.
+			m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
+			return
+		}
 	}
 	writeCaptured(w, capture)
 }
@@ -83,11 +89,12 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 }
 
 // settle stores the captured response as the key's final answer, or
-// releases the key so a retry runs the handler again.
-func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
+// releases the key so a retry runs the handler again. fenced reports that
+// a newer request owns the key, so the captured answer is not its answer.
+func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) (fenced bool) {
 	if !m.storable(c.status) {
 		m.release(ctx, res, log)
-		return
+		return false
 	}
 	resp := Response{
 		Status:     c.status,
@@ -100,18 +107,22 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 	case errors.Is(err, ErrFenced):
 		// This request's lease ended before its answer was stored: the
 		// key was taken over by a retry (which may still be running, or
-		// may have been released) or removed. The answer below is sent
-		// but not stored; a retry gets the key's answer if another
+		// may have been released) or removed. The answer is neither
+		// stored nor sent as final: the client is told the key is in
+		// progress, and its retry gets the key's answer if another
 		// request stored one, or runs the handler again.
 		log.Warn("lease lost: the key was taken over or removed after this request's lease ended; " +
-			"this answer is sent but not stored, and a retry may run the handler again: make the lease outlast the handler")
+			"this answer is not stored and the client is answered 409 in progress: make the lease outlast the handler")
+		return true
 	case err != nil:
 		// Nothing more can be done here: the key stays reserved until its
 		// lease expires, then a retry with the same payload takes it over.
 		log.Error("could not store the response; the key stays reserved until its lease expires", "err", err)
 	default:
+		setKeyExpires(c.header, time.Now().Add(m.cfg.retention))
 		log.Debug("response stored")
 	}
+	return false
 }
 
 // release frees the key so a retry runs the handler again.

@@ -63,6 +63,8 @@ type MemoryStore struct {
 	shards [memShardCount]memShard
 
 	hashHook func(Scope, string) uint64 // tests: replaces memHash, to force collisions
+
+	watchers keyWatchers // requests waiting for a key's original (WatchKey)
 }
 
 // ErrStoreFull means the store holds as many records or bytes as it may,
@@ -326,6 +328,7 @@ func (s *MemoryStore) Release(ctx context.Context, r Reservation) error {
 	}
 	s.delete(sh, i)
 	sh.compact()
+	s.watchers.notify(r.Scope, r.Key)
 	return nil
 }
 
@@ -474,7 +477,13 @@ func (s *MemoryStore) CompleteFunc(ctx context.Context, c Completion, effect fun
 		}
 	}
 	s.complete(sh, i, c, size)
+	s.watchers.notify(c.Reservation.Scope, c.Reservation.Key)
 	return nil
+}
+
+// WatchKey implements KeyWatcher.
+func (s *MemoryStore) WatchKey(scope Scope, key string) (<-chan struct{}, func()) {
+	return s.watchers.watch(scope, key)
 }
 
 // Close implements Store. Later calls fail; closing twice is harmless.

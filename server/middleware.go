@@ -30,6 +30,7 @@ type Middleware struct {
 	store    Store
 	cfg      config
 	captures capturePool
+	watcher  KeyWatcher // the store's, if it is one (WithWaitForOriginal)
 }
 
 // New returns the idempotency layer over store. It needs a principal
@@ -51,7 +52,8 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg.jsonTokens = JSONTokenLimit(cfg.maxBody)
-	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg}, nil
+	watcher, _ := store.(KeyWatcher)
+	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg, watcher: watcher}, nil
 }
 
 // Lease returns how long a reservation is held before takeover.
@@ -168,8 +170,7 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		m.decidedReplay(r, key, rec.Fingerprint != fingerprint)
 		m.replay(w, rec, log)
 	default:
-		m.decided(r, decisionInProgress, key)
-		ans.InProgress(w, m.cfg.inProgressRetryAfter)
+		m.inProgress(w, r, scope, key, fingerprint, body, next, rec, log)
 	}
 }
 
@@ -282,6 +283,7 @@ func (m *Middleware) replay(w http.ResponseWriter, rec *Record, log *slog.Logger
 	for name, values := range rec.Response.Header {
 		h[name] = slices.Clone(values)
 	}
+	setKeyExpires(h, rec.ExpiresAt)
 	w.WriteHeader(m.cfg.answers.Replayed(h, rec.Response.Status))
 	_, _ = w.Write(rec.Response.Body)
 	log.Debug("response replayed", "status", rec.Response.Status)

@@ -48,6 +48,7 @@ type config struct {
 	answers              Answers
 	replayMismatch       bool
 	storeTimeout         time.Duration
+	waitOriginal         time.Duration   // WithWaitForOriginal (waitoriginal.go)
 	tel                  serverTelemetry // WithTracerProvider, WithMeterProvider (telemetry.go)
 }
 

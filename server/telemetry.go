@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -75,10 +74,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // TelemetryKeyHash is how spans and metrics name an idempotency key: the
-// first 16 hex digits of its SHA-256, whose first 8 are KeyHash.
+// first 16 hex digits of its keyed hash, whose first 8 are KeyHash.
 func TelemetryKeyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(keyedKeySum(key)[:8])
 }
 
 // serverTelemetry is the tracer and instruments of a layer; both nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkit/idem/dialect"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/redact"
 )
 
 // checkFlags are the flags of `idem check`.
@@ -145,7 +146,7 @@ func runCheck(ctx context.Context, out io.Writer, baseURL string, f checkFlags) 
 	}
 	results, err := idemtest.RunConformance(ctx, baseURL, opts)
 	if err != nil {
-		return f.cannotRun(out, baseURL, fmt.Errorf("check: %s", strings.TrimPrefix(err.Error(), "idemtest: ")))
+		return f.cannotRun(out, baseURL, fmt.Errorf("check: %s", redact.Text(strings.TrimPrefix(err.Error(), "idemtest: "))))
 	}
 	if f.json {
 		err = writeCheckJSON(out, f.report(baseURL, results, ""))
@@ -346,7 +347,7 @@ func (f checkFlags) report(baseURL string, results []idemtest.CheckResult, errTe
 	if results == nil {
 		results = []idemtest.CheckResult{}
 	}
-	return checkReport{URL: baseURL, Profile: f.profile, Dialect: f.dialect,
+	return checkReport{URL: redact.Location(baseURL), Profile: f.profile, Dialect: f.dialect,
 		Passed: passed, Failed: failed, Skipped: skipped, Error: errText, Checks: results}
 }
 

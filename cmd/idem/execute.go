@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
+
+	"github.com/idemkit/idem/internal/redact"
 )
 
 // execute runs the command line args the way the binary does and returns
@@ -23,6 +25,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) (int, error) {
 	root := newRootCommand(getenv)
 	root.SilenceErrors = true // printed here, on one line
+	// No output shows a store's password: stdout is data, so only shapes
+	// are hidden there; stderr also loses the given credentials' values.
+	secrets := outputSecrets(args, getenv)
+	stdout = redactWriter{w: stdout}
+	stderr = redactWriter{w: stderr, secrets: secrets}
 	out := &countingWriter{w: stdout}
 	root.SetOut(out)
 	root.SetErr(stderr)
@@ -32,7 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitOK, nil
 	}
 	code := exitCodeOf(err)
-	msg := errorLine(err.Error())
+	msg := redact.Scrub(redact.Text(errorLine(err.Error())), secrets)
 	if out.n == 0 && cmd != nil && wantsJSON(cmd.Flags().Lookup("json"), args) {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -262,6 +264,12 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if f.principalKey != "" {
+		// Replicas given one principal key log one key_hash per key.
+		if err := server.SetKeyHashSecret(keyHashSecret(f.principalKey)); err != nil {
+			return err
+		}
+	}
 	f = f.withDialectDefaults()
 	if !f.admin {
 		if f.adminToken != "" {
@@ -417,4 +425,12 @@ func killSelf() {
 		_ = p.Kill()
 	}
 	os.Exit(137) // where a process cannot signal itself
+}
+
+// keyHashSecret derives the secret of the logs' key hashes from the
+// principal key, so that one flag keys both and neither reveals the other.
+func keyHashSecret(principalKey string) []byte {
+	mac := hmac.New(sha256.New, []byte(principalKey))
+	mac.Write([]byte("idem serve key_hash"))
+	return mac.Sum(nil)
 }

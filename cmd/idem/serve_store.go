@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemkit/idem/internal/redact"
 	"github.com/idemkit/idem/internal/testserver"
 	"github.com/idemkit/idem/internal/testserver/pgstore"
 	"github.com/idemkit/idem/internal/testserver/redisstore"
@@ -105,23 +105,18 @@ func reservationGrace(f serveFlags) time.Duration {
 // storeOpenError words a failure to open the store as one line that names
 // the store without its password.
 func storeOpenError(kind, location string, err error) error {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg := redact.Text(strings.Join(strings.Fields(err.Error()), " "))
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("no answer within %s (%s)", storeOpenTimeout, msg)
 	}
-	return fmt.Errorf("cannot open the %s store at %s: %s", kind, redactURL(location), msg)
+	return fmt.Errorf("cannot open the %s store at %s: %s", kind, redactURL(location), redact.Scrub(msg, redact.Secrets(location)))
 }
 
-// redactURL hides the password of a store URL in messages and logs.
+// redactURL hides the credentials of a store location in messages and
+// logs: a URL's password, secret query parameters (?password=,
+// ?sslpassword=), and the password of a key=value connection string.
 func redactURL(location string) string {
-	u, err := url.Parse(location)
-	if err != nil || u.Scheme == "" {
-		if strings.Contains(location, "@") {
-			return "(unparsable URL)"
-		}
-		return location
-	}
-	return u.Redacted()
+	return redact.Location(location)
 }
 
 // redisLogger sends go-redis's internal messages to the server's logger

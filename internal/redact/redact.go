@@ -32,11 +32,28 @@ func IsDefaultParam(name string) bool {
 // written as part of a URL (after '?' or '&') whose name isSecret says is
 // secret, by Value. Names are unescaped before isSecret sees them.
 func QueryText(text string, isSecret func(name string) bool) string {
-	if strings.IndexByte(text, '=') < 0 {
+	spans := queryValueSpans(text, isSecret)
+	if len(spans) == 0 {
 		return text
 	}
 	var b strings.Builder
 	last := 0
+	for _, s := range spans {
+		b.WriteString(text[last:s[0]])
+		b.WriteString(Value)
+		last = s[1]
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// queryValueSpans returns where, in text, lie the values QueryText
+// replaces: [start, end) of each, in order.
+func queryValueSpans(text string, isSecret func(name string) bool) [][2]int {
+	if strings.IndexByte(text, '=') < 0 {
+		return nil
+	}
+	var spans [][2]int
 	for i := 0; i < len(text); {
 		if c := text[i]; c != '?' && c != '&' {
 			i++
@@ -59,18 +76,13 @@ func QueryText(text string, isSecret func(name string) bool) string {
 		for k < len(text) && !isValueEnd(text[k]) {
 			k++
 		}
+		k = beforeTrailingColon(text, j+1, k)
 		if k > j+1 && text[j+1:k] != Value {
-			b.WriteString(text[last : j+1])
-			b.WriteString(Value)
-			last = k
+			spans = append(spans, [2]int{j + 1, k})
 		}
 		i = k
 	}
-	if last == 0 {
-		return text
-	}
-	b.WriteString(text[last:])
-	return b.String()
+	return spans
 }
 
 // isParamNameByte reports whether c may appear in a query parameter's
@@ -91,4 +103,14 @@ func isValueEnd(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// beforeTrailingColon returns end, or end-1 when the value text[start:end]
+// ends in a ':' that ends the text or precedes white space: the colon of
+// a message ("cannot open …?password=x: refused"), not of the value.
+func beforeTrailingColon(text string, start, end int) int {
+	if end-start > 1 && text[end-1] == ':' && (end == len(text) || text[end] == ' ' || text[end] == '\t' || text[end] == '\n') {
+		return end - 1
+	}
+	return end
 }
