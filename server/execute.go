@@ -21,13 +21,15 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	req.ContentLength = int64(len(body))
 	req.GetBody = hr.getBody
 
-	capture := m.captures.get()
+	capture := newCaptureWriter(func() {
+		log.Warn("dropped a write made after the handler returned; write the answer inside the handler")
+	})
 	recovered, stack := runRecovering(next, capture, req)
+	wrote := capture.close()
 
 	if recovered == http.ErrAbortHandler {
 		// The handler asked net/http to abort the response: there is no
-		// answer to store, so free the key and keep the abort. The
-		// capture stays out of the pool: the handler left mid-answer.
+		// answer to store, so free the key and keep the abort.
 		log.Debug("handler aborted the response")
 		if !held.Completed() {
 			ctx := m.settleContext(r)
@@ -36,19 +38,44 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		}
 		panic(http.ErrAbortHandler)
 	}
-	defer m.captures.put(capture)
-	if recovered != nil {
+	release := false
+	switch {
+	case recovered != nil:
 		log.Error("handler panicked", "panic", fmt.Sprint(recovered), "stack", string(stack))
-		capture.reset()
-		WriteProblem(capture, http.StatusInternalServerError, ProblemInternal, "Internal server error", "", 0)
+		capture = problemCapture(capture, "")
+	case !wrote && !held.Completed():
+		// An empty 200 stored here would be replayed for the whole
+		// retention, though the handler may have meant an error it left
+		// for code above the layer to write (echo's error handler), too
+		// late to be captured.
+		log.Error("handler wrote no response; answering 500 and releasing the key")
+		capture = problemCapture(capture, "the handler wrote no response")
+		release = true
+	case !wrote:
+		capture.writeHeaderLocked(http.StatusOK) // completed by the handler (Held): as net/http would answer
 	}
+	defer capture.recycle()
 	capture.finish()
 	if !held.Completed() {
 		ctx := m.settleContext(r)
 		defer ctx.stop()
-		m.settle(ctx, capture, res, log.With("status", capture.status))
+		if release {
+			m.release(ctx, res, log)
+		} else {
+			m.settle(ctx, capture, res, log.With("status", capture.status))
+		}
 	}
 	writeCaptured(w, capture)
+}
+
+// problemCapture replaces c, recycling it, by a closed capture holding a
+// 500 /internal problem with detail.
+func problemCapture(c *captureWriter, detail string) *captureWriter {
+	c.recycle()
+	p := newCaptureWriter(nil)
+	WriteProblem(p, http.StatusInternalServerError, ProblemInternal, "Internal server error", detail, 0)
+	p.close()
+	return p
 }
 
 // settleContext bounds settling a key by the store timeout, and never
@@ -85,6 +112,15 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 // settle stores the captured response as the key's final answer, or
 // releases the key so a retry runs the handler again.
 func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
+	if c.status == http.StatusServiceUnavailable {
+		// Neither stored nor released: a 503 from below the layer may be
+		// http.TimeoutHandler's, whose handler goroutine the layer cannot
+		// see and which may still be running. Freed now, a retry would
+		// run the handler a second time.
+		log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running")
+		settled(ctx, "kept", nil)
+		return
+	}
 	if !m.storable(c.status) {
 		m.release(ctx, res, log)
 		return

@@ -27,9 +27,8 @@ const (
 // middleware: it reserves the request's key before the handler runs,
 // stores the handler's answer, and replays it for every retry.
 type Middleware struct {
-	store    Store
-	cfg      config
-	captures capturePool
+	store Store
+	cfg   config
 }
 
 // New returns the idempotency layer over store. Unless WithPrincipal says

@@ -1,0 +1,94 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/server"
+)
+
+// slowPayment is a handler with a counted effect that runs until the test
+// lets it finish, as a payment call slower than a timeout does.
+type slowPayment struct {
+	paid     atomic.Int32
+	release  chan struct{}
+	finished chan struct{}
+}
+
+func newSlowPayment() *slowPayment {
+	return &slowPayment{release: make(chan struct{}), finished: make(chan struct{}, 8)}
+}
+
+func (h *slowPayment) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	defer func() { h.finished <- struct{}{} }()
+	n := h.paid.Add(1)
+	<-h.release
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = fmt.Fprintf(w, `{"payment":%d}`, n)
+}
+
+// waitFinished waits, within a bound, for one run of h to return.
+func (h *slowPayment) waitFinished(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow handler did not return")
+	}
+}
+
+// http.TimeoutHandler between the layer and the handler answers 503 while
+// the handler still runs. The layer cannot see that goroutine, so a 503
+// keeps the key reserved until its lease ends: a retry within the lease
+// is answered 409 /in-progress and never runs the payment a second time,
+// neither while the first run goes on nor after it finished.
+func TestTimeoutHandlerInsideLayerDoesNotFreeTheKey(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	pay := newSlowPayment()
+	wrapped := r.idem.Wrap(paymentsRoute, http.TimeoutHandler(pay, 5*time.Millisecond, "payment timed out"))
+
+	first := serve(wrapped, post("key-1", paymentBody))
+	require.Equal(t, http.StatusServiceUnavailable, first.Code)
+	require.Equal(t, "payment timed out", first.Body.String())
+
+	during := serve(wrapped, post("key-1", paymentBody))
+	assert.Equal(t, http.StatusConflict, during.Code, "a retry while the timed-out handler runs")
+	assert.Equal(t, server.ProblemInProgress, problemType(t, during))
+
+	close(pay.release)
+	pay.waitFinished(t)
+	after := serve(wrapped, post("key-1", paymentBody))
+	assert.Equal(t, http.StatusConflict, after.Code, "a retry within the lease, after the handler finished")
+	assert.Equal(t, int32(1), pay.paid.Load(), "one payment for the key")
+	assert.Contains(t, r.logs.String(), "keeping the key reserved until its lease ends")
+
+	r.clock.Advance(server.DefaultLease + time.Second)
+	taken := serve(wrapped, post("key-1", paymentBody))
+	assert.Equal(t, http.StatusCreated, taken.Code, "after the lease a retry takes the key over, as after a crash")
+	pay.waitFinished(t)
+}
+
+// A 503 the handler answers itself keeps the key too: the layer cannot
+// tell it from a timeout's, and a retry after the lease runs the handler.
+func TestHandler503KeepsTheKeyUntilTheLeaseEnds(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	h := &statusHandler{status: http.StatusServiceUnavailable}
+	wrapped := r.idem.Wrap(paymentsRoute, h)
+
+	assert.Equal(t, http.StatusServiceUnavailable, serve(wrapped, post("key-1", paymentBody)).Code)
+	assert.Equal(t, http.StatusConflict, serve(wrapped, post("key-1", paymentBody)).Code)
+	r.clock.Advance(server.DefaultLease + time.Second)
+	again := serve(wrapped, post("key-1", paymentBody))
+	assert.Equal(t, http.StatusServiceUnavailable, again.Code)
+	assert.False(t, replayed(again), "a 503 is never stored")
+	assert.Equal(t, int32(2), h.calls.Load())
+}
