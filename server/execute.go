@@ -59,9 +59,19 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	if !held.Completed() {
 		ctx := m.settleContext(r)
 		defer ctx.stop()
-		if release {
+		switch {
+		case release, held.notExecuted.Load():
 			m.release(ctx, res, log)
-		} else {
+		case capture.status == http.StatusServiceUnavailable && r.Context().Err() == nil:
+			// Neither stored nor released: a 503 from below the layer
+			// while the client still waits may be http.TimeoutHandler's,
+			// whose handler goroutine the layer cannot see and which may
+			// still be running. Freed now, a retry would run the handler
+			// a second time. (When the client has gone, the handler's
+			// context ended too, and the key is freed as before.)
+			log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running; a handler that ran nothing calls Held.MarkNotExecuted")
+			settled(ctx, "kept", nil)
+		default:
 			m.settle(ctx, capture, res, log.With("status", capture.status))
 		}
 	}
@@ -112,15 +122,6 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 // settle stores the captured response as the key's final answer, or
 // releases the key so a retry runs the handler again.
 func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) {
-	if c.status == http.StatusServiceUnavailable {
-		// Neither stored nor released: a 503 from below the layer may be
-		// http.TimeoutHandler's, whose handler goroutine the layer cannot
-		// see and which may still be running. Freed now, a retry would
-		// run the handler a second time.
-		log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running")
-		settled(ctx, "kept", nil)
-		return
-	}
 	if !m.storable(c.status) {
 		m.release(ctx, res, log)
 		return

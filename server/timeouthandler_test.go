@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,4 +93,67 @@ func TestHandler503KeepsTheKeyUntilTheLeaseEnds(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, again.Code)
 	assert.False(t, replayed(again), "a 503 is never stored")
 	assert.Equal(t, int32(2), h.calls.Load())
+}
+
+// A 503 from a handler that says it ran nothing (Held.MarkNotExecuted)
+// frees the key at once; so does a 503 answered after the client left,
+// whose handler saw its context end.
+func TestHandler503ThatRanNothingFreesTheKey(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"marked not executed", "client gone"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			var calls atomic.Int32
+			var leave context.CancelFunc
+			wrapped := r.idem.Wrap(paymentsRoute, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				calls.Add(1)
+				if name == "marked not executed" {
+					held, ok := server.HeldFrom(req.Context())
+					require.True(t, ok)
+					held.MarkNotExecuted()
+				} else {
+					leave() // the client goes away while the handler runs
+				}
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			for range 2 {
+				ctx, cancel := context.WithCancel(context.Background())
+				leave = cancel
+				rec := httptest.NewRecorder()
+				wrapped.ServeHTTP(rec, post("key-1", paymentBody).request().WithContext(ctx))
+				cancel()
+				assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+			}
+			assert.Equal(t, int32(2), calls.Load(), "the key was freed")
+		})
+	}
+}
+
+// http.TimeoutHandler outside the layer is the idempotency-aware timeout:
+// the client gets the 503 at the limit while the layer goes on holding
+// the key, so a retry gets 409 until the handler finishes and its answer,
+// stored, is replayed from then on. One payment for the key.
+func TestTimeoutHandlerOutsideLayerStoresTheLateAnswer(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	pay := newSlowPayment()
+	wrapped := http.TimeoutHandler(r.idem.Wrap(paymentsRoute, pay), 5*time.Millisecond, "payment timed out")
+
+	first := serve(wrapped, post("key-1", paymentBody))
+	require.Equal(t, http.StatusServiceUnavailable, first.Code)
+	during := serve(wrapped, post("key-1", paymentBody))
+	assert.Equal(t, http.StatusConflict, during.Code, "a retry while the handler runs")
+
+	close(pay.release)
+	pay.waitFinished(t)
+	var again *httptest.ResponseRecorder
+	require.Eventually(t, func() bool {
+		again = serve(wrapped, post("key-1", paymentBody))
+		return again.Code != http.StatusConflict
+	}, 10*time.Second, time.Millisecond, "the late answer is stored")
+	assert.Equal(t, http.StatusCreated, again.Code)
+	assert.True(t, replayed(again))
+	assert.JSONEq(t, `{"payment":1}`, again.Body.String())
+	assert.Equal(t, int32(1), pay.paid.Load(), "one payment for the key")
 }
