@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 )
@@ -32,7 +33,7 @@ type captureWriter struct {
 	body        *bytes.Buffer
 	closed      bool
 	lateSeen    bool
-	onLate      func() // called once, on the first write after close
+	lateLog     *slog.Logger // told once, of the first write after close
 }
 
 // captureBodies recycles the body buffers of capture writers.
@@ -43,13 +44,23 @@ var captureBodies sync.Pool
 const maxPooledCaptureBody = 64 << 10
 
 // newCaptureWriter returns an empty capture writer for one request;
-// onLate, if not nil, is told of the first write after close.
-func newCaptureWriter(onLate func()) *captureWriter {
+// lateLog, if not nil, is told of the first write after close.
+func newCaptureWriter(lateLog *slog.Logger) *captureWriter {
+	c := new(captureWriter)
+	c.init(lateLog)
+	return c
+}
+
+// init makes c an empty capture writer, as newCaptureWriter does, for a
+// writer allocated with the rest of its request (heldRequest).
+func (c *captureWriter) init(lateLog *slog.Logger) {
 	body, ok := captureBodies.Get().(*bytes.Buffer)
 	if !ok {
 		body = new(bytes.Buffer)
 	}
-	return &captureWriter{header: make(http.Header), body: body, onLate: onLate}
+	c.header = make(http.Header)
+	c.body = body
+	c.lateLog = lateLog
 }
 
 // Header implements http.ResponseWriter. Once the writer is closed it
@@ -107,8 +118,8 @@ func (c *captureWriter) late() bool {
 	}
 	if !c.lateSeen {
 		c.lateSeen = true
-		if c.onLate != nil {
-			c.onLate()
+		if c.lateLog != nil {
+			c.lateLog.Warn("dropped a write made after the handler returned; write the answer inside the handler")
 		}
 	}
 	return true

@@ -14,16 +14,14 @@ import (
 // execute runs next under the reservation, settles the key and answers
 // with the handler's response.
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
-	hr := newHeldRequest(r.Context(), res, m.cfg.retention, body)
+	hr := newHeldRequest(r.Context(), res, m.cfg.retention, body, log)
 	held := &hr.held
 	req := r.WithContext(&hr.ctx)
 	req.Body = &hr.body
 	req.ContentLength = int64(len(body))
 	req.GetBody = hr.getBody
 
-	capture := newCaptureWriter(func() {
-		log.Warn("dropped a write made after the handler returned; write the answer inside the handler")
-	})
+	capture := &hr.capture
 	recovered, stack := runRecovering(next, capture, req)
 	wrote := capture.close()
 
