@@ -55,25 +55,32 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	defer capture.recycle()
 	capture.finish()
 	if !held.Completed() {
-		ctx := m.settleContext(r)
-		defer ctx.stop()
-		switch {
-		case release, held.notExecuted.Load():
-			m.release(ctx, res, log)
-		case capture.status == http.StatusServiceUnavailable && r.Context().Err() == nil:
-			// Neither stored nor released: a 503 from below the layer
-			// while the client still waits may be http.TimeoutHandler's,
-			// whose handler goroutine the layer cannot see and which may
-			// still be running. Freed now, a retry would run the handler
-			// a second time. (When the client has gone, the handler's
-			// context ended too, and the key is freed as before.)
-			log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running; a handler that ran nothing calls Held.MarkNotExecuted")
-			settled(ctx, "kept", nil)
-		default:
-			m.settle(ctx, capture, res, log.With("status", capture.status))
-		}
+		m.settleCaptured(r, capture, held, release, log)
 	}
 	writeCaptured(w, capture)
+}
+
+// settleCaptured settles the key of the handler's captured answer c:
+// released (release, or a handler that ran nothing), kept (a 503 while
+// the client waits), or stored when storable.
+func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, held *Held, release bool, log *slog.Logger) {
+	ctx := m.settleContext(r)
+	defer ctx.stop()
+	switch {
+	case release, held.notExecuted.Load():
+		m.release(ctx, held.Reservation, log)
+	case c.status == http.StatusServiceUnavailable && r.Context().Err() == nil:
+		// Neither stored nor released: a 503 from below the layer while
+		// the client still waits may be http.TimeoutHandler's, whose
+		// handler goroutine the layer cannot see and which may still be
+		// running. Freed now, a retry would run the handler a second
+		// time. (When the client has gone, the handler's context ended
+		// too, and the key is freed as before.)
+		log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running; a handler that ran nothing calls Held.MarkNotExecuted")
+		settled(ctx, "kept", nil)
+	default:
+		m.settle(ctx, c, held.Reservation, log.With("status", c.status))
+	}
 }
 
 // problemCapture replaces c, recycling it, by a closed capture holding a
@@ -163,7 +170,8 @@ func (m *Middleware) release(ctx context.Context, res Reservation, log *slog.Log
 // the key free, so a corrected retry is not answered from the store. So
 // does 503, even with store5xx: it says the server could not take the
 // request on (RFC 9110 §15.6.4), and stored it would tell every retry to
-// retry again until the retention ends.
+// retry again until the retention ends. (execute keeps the key of a 503
+// reserved while the client waits; this answers for the rest.)
 func (m *Middleware) storable(status int) bool {
 	switch {
 	case status == http.StatusServiceUnavailable:
