@@ -77,7 +77,9 @@ func (a *ordersAPI) create(w http.ResponseWriter, r *http.Request) {
 	held, _ := server.HeldFrom(r.Context()) // every POST is guarded
 	if err := a.orders.create(r.Context(), principal, o, *held.Completion(resp)); err != nil {
 		// ErrFenced: a retry took the key over after our lease; nothing
-		// was written and its answer stands.
+		// was written and its answer stands. Any other error rolled the
+		// order back: nothing ran, so the key is freed for a retry.
+		held.MarkNotExecuted()
 		http.Error(w, "order not created; retry", http.StatusServiceUnavailable)
 		return
 	}
