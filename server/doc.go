@@ -33,6 +33,32 @@
 // A guarded request naming no principal is answered 401 unless
 // WithAnonymous allows anonymous callers, all in one scope.
 //
+// The handler's answer is whatever it writes before it returns: the
+// ResponseWriter it gets belongs to that one request and is closed when
+// the handler returns, so a later write is dropped (ErrWriteAfterReturn)
+// and logged at Warn with the key's hash. A handler that wrote nothing (no
+// WriteHeader, no Write) is answered 500 /internal and its key freed, never
+// stored as an empty 200. Write errors inside the handler, below the layer:
+//
+//   - net/http, http.ServeMux, chi: write the error in the handler (or in
+//     middleware placed between the layer and the handler).
+//   - echo: an error a handler returns is written by echo's
+//     HTTPErrorHandler once the whole chain has returned, after the layer
+//     (with echo.WrapMiddleware as with any adapter). Answer errors inside
+//     the handler (return c.JSON(status, problem)), or put below the layer
+//     a native middleware that writes them at once: call next, and on an
+//     error call c.Error(err) and return nil.
+//   - gin: c.AbortWithStatusJSON inside the handler; a middleware that
+//     writes c.Errors after c.Next() must sit below the layer.
+//
+// A 503 from below the layer frees nothing while the client still waits:
+// it may be http.TimeoutHandler's, whose handler goroutine goes on, so
+// the key stays reserved until its lease ends and a retry meanwhile gets
+// 409. A handler whose 503 ran nothing calls Held.MarkNotExecuted to free
+// the key at once. Put http.TimeoutHandler outside (above) the layer: the
+// client gets the 503 at the limit, the layer still stores the handler's
+// answer when it returns, and retries get 409 and then that answer.
+//
 // Stores: MemoryStore (one process), pgstore (PostgreSQL) and redisstore
 // (Redis), all held to the contract suite in storetest. A handler whose
 // effect lives in the same database commits it with the key's completion,

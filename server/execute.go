@@ -15,20 +15,20 @@ import (
 // execute runs next under the reservation, settles the key and answers
 // with the handler's response.
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
-	hr := newHeldRequest(r.Context(), res, m.cfg.retention, m.cfg.storeTimeout, body)
+	hr := newHeldRequest(r.Context(), res, m.cfg.retention, m.cfg.storeTimeout, body, log)
 	held := &hr.held
 	req := r.WithContext(&hr.ctx)
 	req.Body = &hr.body
 	req.ContentLength = int64(len(body))
 	req.GetBody = hr.getBody
 
-	capture := m.captures.get()
+	capture := &hr.capture
 	recovered, stack := runRecovering(next, capture, req)
+	wrote := capture.close()
 
 	if recovered == http.ErrAbortHandler {
 		// The handler asked net/http to abort the response: there is no
-		// answer to store, so free the key and keep the abort. The
-		// capture stays out of the pool: the handler left mid-answer.
+		// answer to store, so free the key and keep the abort.
 		log.Debug("handler aborted the response")
 		if !held.Completed() {
 			ctx := m.settleContext(r)
@@ -37,17 +37,26 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		}
 		panic(http.ErrAbortHandler)
 	}
-	defer m.captures.put(capture)
-	if recovered != nil {
+	release := false
+	switch {
+	case recovered != nil:
 		log.Error("handler panicked", "panic", fmt.Sprint(recovered), "stack", string(stack))
-		capture.reset()
-		WriteProblem(capture, http.StatusInternalServerError, ProblemInternal, "Internal server error", "", 0)
+		capture = problemCapture(capture, "")
+	case !wrote && !held.Completed():
+		// An empty 200 stored here would be replayed for the whole
+		// retention, though the handler may have meant an error it left
+		// for code above the layer to write (echo's error handler), too
+		// late to be captured.
+		log.Error("handler wrote no response; answering 500 and releasing the key")
+		capture = problemCapture(capture, "the handler wrote no response")
+		release = true
+	case !wrote:
+		capture.writeHeaderLocked(http.StatusOK) // completed by the handler (Held): as net/http would answer
 	}
+	defer capture.recycle()
 	capture.finish()
 	if !held.Completed() {
-		ctx := m.settleContext(r)
-		defer ctx.stop()
-		if m.settle(ctx, capture, res, log.With("status", capture.status)) {
+		if m.settleCaptured(r, capture, held, release, log) {
 			// A newer request took the key over: this answer is not the
 			// key's. The retry the 409 asks for gets the stored one.
 			m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
@@ -55,6 +64,41 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		}
 	}
 	writeCaptured(w, capture)
+}
+
+// settleCaptured settles the key of the handler's captured answer c:
+// released (release, or a handler that ran nothing), kept (a 503 while
+// the client waits), or stored when storable. fenced reports that a newer
+// request owns the key, so c is not its answer.
+func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, held *Held, release bool, log *slog.Logger) (fenced bool) {
+	ctx := m.settleContext(r)
+	defer ctx.stop()
+	switch {
+	case release, held.notExecuted.Load():
+		m.release(ctx, held.Reservation, log)
+	case c.status == http.StatusServiceUnavailable && r.Context().Err() == nil:
+		// Neither stored nor released: a 503 from below the layer while
+		// the client still waits may be http.TimeoutHandler's, whose
+		// handler goroutine the layer cannot see and which may still be
+		// running. Freed now, a retry would run the handler a second
+		// time. (When the client has gone, the handler's context ended
+		// too, and the key is freed as before.)
+		log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running; a handler that ran nothing calls Held.MarkNotExecuted")
+		settled(ctx, "kept", nil)
+	default:
+		return m.settle(ctx, c, held.Reservation, log.With("status", c.status))
+	}
+	return false
+}
+
+// problemCapture replaces c, recycling it, by a closed capture holding a
+// 500 /internal problem with detail.
+func problemCapture(c *captureWriter, detail string) *captureWriter {
+	c.recycle()
+	p := newCaptureWriter(nil)
+	WriteProblem(p, http.StatusInternalServerError, ProblemInternal, "Internal server error", detail, 0)
+	p.close()
+	return p
 }
 
 // settleContext bounds settling a key by the store timeout, and never
@@ -143,7 +187,8 @@ func (m *Middleware) release(ctx context.Context, res Reservation, log *slog.Log
 // the key free, so a corrected retry is not answered from the store. So
 // does 503, even with store5xx: it says the server could not take the
 // request on (RFC 9110 §15.6.4), and stored it would tell every retry to
-// retry again until the retention ends.
+// retry again until the retention ends. (execute keeps the key of a 503
+// reserved while the client waits; this answers for the rest.)
 func (m *Middleware) storable(status int) bool {
 	switch {
 	case status == http.StatusServiceUnavailable:

@@ -28,6 +28,7 @@ type Held struct {
 	// the key (zero: unbounded).
 	StoreTimeout time.Duration
 	completed    atomic.Bool
+	notExecuted  atomic.Bool
 }
 
 // Completion returns the completion that stores resp for this
@@ -49,6 +50,14 @@ func (h *Held) Context(parent context.Context) (context.Context, context.CancelF
 
 // MarkCompleted records that the handler completed the key itself.
 func (h *Held) MarkCompleted() { h.completed.Store(true) }
+
+// MarkNotExecuted records that the handler ran nothing for this request
+// and left nothing running, so whatever it answers is not stored and the
+// key is freed at once for a retry. Without it a 503 keeps the key
+// reserved until its lease ends, since the layer cannot tell a 503 that
+// ran nothing from one written by a timeout (http.TimeoutHandler) below
+// it while the handler goes on.
+func (h *Held) MarkNotExecuted() { h.notExecuted.Store(true) }
 
 // Completed reports whether the handler completed the key itself.
 func (h *Held) Completed() bool { return h.completed.Load() }

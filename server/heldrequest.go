@@ -3,21 +3,28 @@ package server
 import (
 	"context"
 	"io"
+	"log/slog"
 	"time"
 )
 
 // heldRequest is what execute hands the handler, in one allocation
-// instead of three: the held key, the context that carries it and the
-// reader of the body the layer has read.
+// instead of four: the held key, the context that carries it, the reader
+// of the body the layer has read and the writer that captures the answer.
+// Like everything handed to the handler, it belongs to one request and is
+// never reused.
 type heldRequest struct {
-	held Held
-	ctx  heldContext
-	body bufferedBody
-	raw  []byte
+	held    Held
+	ctx     heldContext
+	body    bufferedBody
+	raw     []byte
+	capture captureWriter
 }
 
-func newHeldRequest(parent context.Context, res Reservation, retention, storeTimeout time.Duration, body []byte) *heldRequest {
+// newHeldRequest returns the request's held parts; lateLog is told of a
+// write into the capture after the handler returned.
+func newHeldRequest(parent context.Context, res Reservation, retention, storeTimeout time.Duration, body []byte, lateLog *slog.Logger) *heldRequest {
 	h := &heldRequest{held: Held{Reservation: res, Retention: retention, StoreTimeout: storeTimeout}, raw: body}
+	h.capture.init(lateLog)
 	h.ctx = heldContext{Context: parent, held: &h.held}
 	h.body.Reset(body)
 	return h

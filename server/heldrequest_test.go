@@ -18,7 +18,7 @@ type otherKey struct{}
 func TestHeldRequestCarriesTheKeyAndItsParent(t *testing.T) {
 	t.Parallel()
 	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), otherKey{}, "v"))
-	hr := newHeldRequest(parent, Reservation{Key: "k", Token: "t"}, time.Hour, time.Second, []byte("body"))
+	hr := newHeldRequest(parent, Reservation{Key: "k", Token: "t"}, time.Hour, time.Second, []byte("body"), nil)
 	ctx := context.Context(&hr.ctx)
 
 	held, ok := HeldFrom(ctx)

@@ -27,10 +27,9 @@ const (
 // middleware: it reserves the request's key before the handler runs,
 // stores the handler's answer, and replays it for every retry.
 type Middleware struct {
-	store    Store
-	cfg      config
-	captures capturePool
-	watcher  KeyWatcher // the store's, if it is one (WithWaitForOriginal)
+	store   Store
+	cfg     config
+	watcher KeyWatcher // the store's, if it is one (WithWaitForOriginal)
 }
 
 // New returns the idempotency layer over store. It needs a principal

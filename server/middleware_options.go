@@ -108,7 +108,8 @@ func WithRetention(d time.Duration) Option {
 // WithStore5xx makes a 5xx answer or a panic final: it is stored and
 // replayed (Stripe v1 style). By default the key is released so a retry
 // runs the handler again. A 503 is never stored: it says the request was
-// not taken on.
+// not taken on. Nor is its key freed while the client waits: it stays
+// reserved until its lease ends (see the package doc, http.TimeoutHandler).
 func WithStore5xx(store bool) Option {
 	return func(c *config) { c.store5xx = store }
 }

@@ -272,7 +272,7 @@ func TestOtherClientErrorsAreFinal(t *testing.T) {
 
 func TestServerErrorsReleaseTheKeyByDefault(t *testing.T) {
 	t.Parallel()
-	for _, status := range []int{500, 502, 503} {
+	for _, status := range []int{500, 502, 504} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			t.Parallel()
 			r := newRig(t)

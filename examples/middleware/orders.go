@@ -81,8 +81,9 @@ func (a *ordersAPI) create(w http.ResponseWriter, r *http.Request) {
 	if err := a.orders.create(r.Context(), principal, o, *held.Completion(resp)); err != nil {
 		// Nothing was written: the transaction ran past the store timeout
 		// and rolled back, or (ErrFenced) our lease ended and the key was
-		// taken over or removed. The layer frees the key (if still ours);
-		// a retry gets the key's answer, or runs again.
+		// taken over or removed. Nothing ran, so the layer frees the key
+		// (if still ours); a retry gets the key's answer, or runs again.
+		held.MarkNotExecuted()
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "order not created; retry", http.StatusServiceUnavailable)
 		return

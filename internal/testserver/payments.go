@@ -214,6 +214,13 @@ func (a *paymentsAPI) commit(w http.ResponseWriter, r *http.Request, resp Respon
 		completion = held.Completion(resp)
 	}
 	if err := create(r.Context(), completion); err != nil {
+		if guarded {
+			// The effect commits with the key's completion or not at all:
+			// nothing ran, so the layer frees the key of this 503. Had the
+			// commit landed after all, the key is completed and the
+			// release is refused.
+			held.MarkNotExecuted()
+		}
 		a.writeStoreError(w, err, "")
 		return
 	}

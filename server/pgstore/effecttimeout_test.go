@@ -58,6 +58,7 @@ func TestCompleteTxIsBoundedByTheStoreTimeout(t *testing.T) {
 			mu.Lock()
 			timeouts = append(timeouts, err)
 			mu.Unlock()
+			held.MarkNotExecuted() // rolled back with its completion: nothing ran
 			server.WriteStoreUnavailable(w)
 			return
 		case err != nil:
