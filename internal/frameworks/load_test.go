@@ -138,14 +138,14 @@ func (l *load) duplicate(ctx context.Context, k keyPlan) bool {
 	}
 }
 
-// backoff is the pause before the next try, growing from 20 ms to 300 ms
+// backoff is the pause before the next try, growing from 20 ms to 150 ms
 // with jitter, so duplicates waiting on one key do not swamp the store.
 func backoff(try int) time.Duration {
 	d := 20 * time.Millisecond
 	for range try - 1 {
 		d = d * 3 / 2
 	}
-	return min(d, 300*time.Millisecond) + rand.N(30*time.Millisecond)
+	return min(d, 150*time.Millisecond) + rand.N(30*time.Millisecond)
 }
 
 func (l *load) send(ctx context.Context, k keyPlan) reply {

@@ -1,0 +1,20 @@
+package frameworks
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// TestMain runs the cells four at a time unless -parallel says otherwise:
+// a cell spends most of its time waiting on handlers and backoffs, not on
+// a CPU.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "4")
+	}
+	os.Exit(m.Run())
+}
