@@ -15,10 +15,13 @@ import (
 
 // Sizes of one SIGKILL run.
 const (
-	killKeys     = 12
-	killDups     = 8
-	killLease    = 2 * time.Second
-	killDeadline = 20 * time.Second
+	killRounds      = 4 // of the three payment kinds
+	killDups        = 6 // of each payment key
+	killRefused     = 3
+	killRefusedDups = 4
+	killRequests    = 3*killRounds*killDups + killRefused*killRefusedDups
+	killLease       = 2 * time.Second
+	killDeadline    = 20 * time.Second
 )
 
 // TestKillMidLoad runs the payments service of every framework as a
@@ -42,7 +45,8 @@ func TestKillMidLoad(t *testing.T) {
 			var url atomic.Value
 			url.Store(first.url)
 
-			l := newLoad(planKeys("kill-"+framework, killKeys), killDups, func() string { return url.Load().(string) })
+			keys := planKeys("kill-"+framework, killRounds, killDups, killRefused, killRefusedDups)
+			l := newLoad(keys, func() string { return url.Load().(string) })
 			ctx, cancel := context.WithTimeout(t.Context(), killDeadline)
 			defer cancel()
 			done := make(chan struct{})
@@ -50,9 +54,9 @@ func TestKillMidLoad(t *testing.T) {
 				defer close(done)
 				l.run(ctx)
 			}()
-			answeredAtKill := waitAnswered(l, killKeys*killDups/3, 3*time.Second)
+			answeredAtKill := waitAnswered(l, killRequests/3, 3*time.Second)
 			first.kill(t)
-			if answeredAtKill == killKeys*killDups {
+			if answeredAtKill == killRequests {
 				t.Fatalf("every duplicate was answered before the kill; the kill came after the load")
 			}
 			second := startService(t, bin, args...)
@@ -62,7 +66,7 @@ func TestKillMidLoad(t *testing.T) {
 			counts := effectCounts(t, dsn, schema)
 			var f findings
 			l.check(&f, func(key string) int { return counts[key] }, LateErrors(framework))
-			t.Logf("%s; SIGKILL after %d of %d final answers", l.summary(), answeredAtKill, killKeys*killDups)
+			t.Logf("%s; SIGKILL after %d of %d final answers", l.summary(), answeredAtKill, killRequests)
 			f.report(t)
 		})
 	}

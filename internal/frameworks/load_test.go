@@ -25,6 +25,7 @@ import (
 type keyPlan struct {
 	key, tenant, kind string
 	body              []byte
+	dups              int // concurrent duplicates sent
 }
 
 // reply is one answer a client got, its body decompressed.
@@ -41,7 +42,6 @@ type reply struct {
 // until it gets a final answer, as a client does.
 type load struct {
 	keys    []keyPlan
-	dups    int
 	base    func() string // the service's URL, which a restart may change
 	client  *http.Client
 	retries atomic.Int64
@@ -55,31 +55,45 @@ type load struct {
 	markers map[string]string  // marker → key
 }
 
-// planKeys makes n keys named after cell, the kinds dealt in turn.
-func planKeys(cell string, n int) []keyPlan {
+// planKeys makes rounds keys of each kind that has an effect, with dups
+// concurrent duplicates each, and refused keys with refusedDups each:
+// every refused request runs the handler, and a framework that writes its
+// error after the layer writes it late each time.
+func planKeys(cell string, rounds, dups, refused, refusedDups int) []keyPlan {
 	run := randomHex(4)
-	keys := make([]keyPlan, n)
-	for i := range keys {
-		kind := Kinds[i%len(Kinds)]
+	var keys []keyPlan
+	add := func(kind string, dups int) {
+		i := len(keys)
 		tenant := fmt.Sprintf("tenant-%d", i%3)
-		keys[i] = keyPlan{
+		keys = append(keys, keyPlan{
 			key:    fmt.Sprintf("%s-%s-%s-%d", cell, run, kind, i),
 			tenant: tenant,
 			kind:   kind,
 			body:   mustJSON(PaymentRequest{Account: "acct_" + tenant, Amount: 100 + i, Kind: kind}),
+			dups:   dups,
+		})
+	}
+	for range rounds {
+		for _, kind := range Kinds {
+			if HasEffect(kind) {
+				add(kind, dups)
+			}
 		}
+	}
+	for range refused {
+		add(KindInvalid, refusedDups)
 	}
 	return keys
 }
 
-func newLoad(keys []keyPlan, dups int, base func() string) *load {
+func newLoad(keys []keyPlan, base func() string) *load {
 	return &load{
-		keys: keys, dups: dups, base: base,
+		keys: keys, base: base,
 		client: &http.Client{
 			Timeout: 10 * time.Second,
 			Transport: &http.Transport{
 				DisableCompression:  true, // the test reads the encoding itself
-				MaxIdleConnsPerHost: dups,
+				MaxIdleConnsPerHost: 64,
 			},
 		},
 		replies: make(map[string][]reply),
@@ -95,7 +109,7 @@ func (l *load) run(ctx context.Context) (unanswered int) {
 	var wg sync.WaitGroup
 	var missing atomic.Int64
 	for _, k := range l.keys {
-		for range l.dups {
+		for range k.dups {
 			wg.Go(func() {
 				if !l.duplicate(ctx, k) {
 					missing.Add(1)
@@ -257,10 +271,10 @@ func (l *load) check(f *findings, effects func(key string) int, lateErrors bool)
 			}
 		}
 		finals := l.finals[k.key]
-		if rs := l.replies[k.key]; len(finals) < l.dups && len(rs) > 0 {
+		if rs := l.replies[k.key]; len(finals) < k.dups && len(rs) > 0 {
 			last := rs[len(rs)-1]
 			f.add(ruleAnswered, "%s key %s: %d of %d duplicates without a final answer; last answer %d %q (err %v)",
-				k.kind, k.key, l.dups-len(finals), l.dups, last.status, clip(last.body), last.err)
+				k.kind, k.key, k.dups-len(finals), k.dups, last.status, clip(last.body), last.err)
 		}
 		if k.kind == KindInvalid {
 			l.checkRefusals(f, k, finals, lateErrors)
@@ -319,7 +333,10 @@ func (l *load) checkRefusals(f *findings, k keyPlan, finals []reply, lateErrors 
 func (l *load) summary() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sent, replayed := 0, 0
+	sent, replayed, dups := 0, 0, 0
+	for _, k := range l.keys {
+		dups += k.dups
+	}
 	for _, rs := range l.replies {
 		sent += len(rs)
 		for _, r := range rs {
@@ -328,7 +345,7 @@ func (l *load) summary() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%d keys × %d duplicates: %d requests, %d retried, %d replays", len(l.keys), l.dups, sent, l.retries.Load(), replayed)
+	return fmt.Sprintf("%d keys, %d duplicates in all: %d requests, %d retried, %d replays", len(l.keys), dups, sent, l.retries.Load(), replayed)
 }
 
 func clip(b []byte) string {

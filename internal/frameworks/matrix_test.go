@@ -18,10 +18,11 @@ import (
 // a minute on two busy cores, race detector included. IDEM_MATRIX_DUPS
 // sets the duplicates per key (20 to 50 is the range worth trying).
 const (
-	matrixKeys    = 4  // one of each kind
-	matrixDups    = 20 // concurrent duplicates per key
-	matrixTimeout = 250 * time.Millisecond
-	matrixSlowFor = 600 * time.Millisecond
+	matrixDups        = 20 // concurrent duplicates of each payment key
+	matrixRefused     = 6  // refused keys, each run by its every duplicate
+	matrixRefusedDups = 5
+	matrixTimeout     = 250 * time.Millisecond
+	matrixSlowFor     = 600 * time.Millisecond
 	// The lease outlasts the slow handler many times over on a busy
 	// machine, so no key is taken over from a handler still running; a
 	// reservation left by a Reserve the request's deadline cut short
@@ -102,7 +103,8 @@ func runCell(t *testing.T, store server.Store, framework, placement string, dups
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	l := newLoad(planKeys(framework+"-"+placement, matrixKeys), dups, func() string { return srv.URL })
+	keys := planKeys(framework+"-"+placement, 1, dups, matrixRefused, matrixRefusedDups)
+	l := newLoad(keys, func() string { return srv.URL })
 	l.broken = func(key string) bool { return ledger.Count(key) > 1 }
 	ctx, cancel := context.WithTimeout(t.Context(), matrixDeadline)
 	defer cancel()
