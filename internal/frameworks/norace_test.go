@@ -1,0 +1,5 @@
+//go:build !race
+
+package frameworks
+
+const raceEnabled = false

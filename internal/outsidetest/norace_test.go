@@ -1,0 +1,5 @@
+//go:build !race
+
+package outsidetest
+
+const raceEnabled = false
