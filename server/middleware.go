@@ -134,7 +134,6 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
 	fingerprint := requestFingerprintWithin(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens)
 	log := m.requestLogger(r, route, key)
-	ans := m.cfg.answers
 	res, rec, err := m.reserve(r, scope, key, fingerprint)
 	if rec != nil && rec.Fingerprint != fingerprint && legacyFingerprint(rec.Fingerprint) &&
 		rec.Fingerprint == fingerprintBeforeTarget(r.Method, route, body) {
@@ -146,6 +145,19 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 			res, rec, err = m.reserve(r, scope, key, fingerprint)
 		}
 	}
+	if m.answerReservation(w, r, next, key, fingerprint, body, res, rec, err, log) {
+		return
+	}
+	m.inProgress(w, r, scope, key, fingerprint, body, next, rec, log)
+}
+
+// answerReservation answers what a Reserve of key under fingerprint came
+// to (res, rec, err) and reports that it did; it answers nothing, and
+// reports false, when rec is another request's live reservation, which
+// the caller answers as in progress.
+func (m *Middleware) answerReservation(w http.ResponseWriter, r *http.Request, next http.Handler, key, fingerprint string,
+	body []byte, res *Reservation, rec *Record, err error, log *slog.Logger) bool {
+	ans := m.cfg.answers
 	switch {
 	case errors.Is(err, ErrStoreFull):
 		log.Warn("idempotency store full; new key refused", "err", err)
@@ -169,8 +181,9 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		m.decidedReplay(r, key, rec.Fingerprint != fingerprint)
 		m.replay(w, rec, log)
 	default:
-		m.inProgress(w, r, scope, key, fingerprint, body, next, rec, log)
+		return false
 	}
+	return true
 }
 
 // reserve asks the store for (scope, key) under fingerprint, within the

@@ -99,29 +99,10 @@ func (m *Middleware) recheck(w http.ResponseWriter, r *http.Request, scope Scope
 	ctx := newStoreContext(r.Context(), m.cfg.storeTimeout)
 	res, got, err := m.store.Reserve(ctx, scope, key, fingerprint, m.cfg.lease)
 	ctx.stop()
-	ans := m.cfg.answers
-	switch {
-	case err != nil:
-		log.Warn("idempotency store unavailable while waiting for the original; request refused", "err", err)
-		m.decided(r, decisionStoreUnavailable, key)
-		ans.StoreUnavailable(w)
-	case res != nil:
-		// The original freed the key: this request runs, as a retry would.
-		m.decided(r, decisionExecuted, key)
-		m.execute(w, r, next, *res, body, log)
-	case got == nil:
-		log.Error("idempotency store returned neither a reservation nor a record")
-		m.decided(r, decisionStoreUnavailable, key)
-		ans.StoreUnavailable(w)
-	case got.Fingerprint != fingerprint && !m.cfg.replayMismatch:
-		m.decided(r, decisionKeyReused, key)
-		ans.KeyReused(w)
-	case got.State == StateCompleted:
-		m.decidedReplay(r, key, got.Fingerprint != fingerprint)
-		m.replay(w, got, log)
-	default:
-		*rec = got
-		return false, false
+	// A freed key runs this request, as a retry would.
+	if m.answerReservation(w, r, next, key, fingerprint, body, res, got, err, log) {
+		return true, true
 	}
-	return true, true
+	*rec = got
+	return false, false
 }
