@@ -202,19 +202,7 @@ func isURLEnd(c byte) bool {
 // keyValueText hides the value of every libpq key=value setting whose
 // key IsSecretName says is secret.
 func keyValueText(text string) string {
-	spans := keyValueSpans(text)
-	if len(spans) == 0 {
-		return text
-	}
-	var b strings.Builder
-	last := 0
-	for _, s := range spans {
-		b.WriteString(text[last:s[0]])
-		b.WriteString(Value)
-		last = s[1]
-	}
-	b.WriteString(text[last:])
-	return b.String()
+	return replaceSpans(text, keyValueSpans(text))
 }
 
 // keyValueSpans returns where the values of secret key=value settings lie

@@ -32,7 +32,12 @@ func IsDefaultParam(name string) bool {
 // written as part of a URL (after '?' or '&') whose name isSecret says is
 // secret, by Value. Names are unescaped before isSecret sees them.
 func QueryText(text string, isSecret func(name string) bool) string {
-	spans := queryValueSpans(text, isSecret)
+	return replaceSpans(text, queryValueSpans(text, isSecret))
+}
+
+// replaceSpans replaces each [start, end) span of text, in order and not
+// overlapping, by Value.
+func replaceSpans(text string, spans [][2]int) string {
 	if len(spans) == 0 {
 		return text
 	}
