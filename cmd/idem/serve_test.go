@@ -262,7 +262,7 @@ func TestServe_RejectsBadFlags(t *testing.T) {
 		"positional":        {[]string{"extra"}, "unknown command"},
 		"admin token space": {[]string{"--admin", "--admin-token", "a b"}, "admin token"},
 		"admin no token":    {[]string{"--admin"}, "--admin needs a token"},
-		"admin addr":        {[]string{"--admin-token", "t", "--admin-addr", "no-port"}, "listen on --admin-addr no-port"},
+		"admin addr":        {[]string{"--addr", "127.0.0.1:0", "--admin-token", "t", "--admin-addr", "no-port"}, "listen on --admin-addr no-port"},
 		"memory bound":      {[]string{"--memory-max-records", "0"}, "--memory-max-records and --memory-max-bytes must be positive"},
 	}
 	for name, tc := range cases {
