@@ -11,8 +11,10 @@ import (
 )
 
 // idem serve --dialect stripe speaks Stripe's vocabulary: keys are
-// optional, replays carry no Idempotent-Replayed header, a reused key is a
-// JSON idempotency_error; the log names the dialect.
+// optional, replays carry Idempotent-Replayed: true
+// (https://docs.stripe.com/error-low-level), the key comes back in
+// Idempotency-Key, a reused key is a JSON idempotency_error; the log names
+// the dialect.
 func TestServe_DialectFlag(t *testing.T) {
 	t.Parallel()
 	url, logs, _ := startServe(t, nil, "--dialect", "stripe")
@@ -24,7 +26,9 @@ func TestServe_DialectFlag(t *testing.T) {
 	replay, err := send(t, client, http.MethodPost, url+"/v1/payments", "k1", nil)
 	require.NoError(t, err)
 	assert.Equal(t, first.body, replay.body)
-	assert.Empty(t, replay.header.Get("Idempotent-Replayed"))
+	assert.Empty(t, first.header.Get("Idempotent-Replayed"))
+	assert.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))
+	assert.Equal(t, "k1", replay.header.Get("Idempotency-Key"))
 
 	reused, err := sendBody(t, client, http.MethodPost, url+"/v1/payments", `{"amount":1001,"currency":"EUR"}`,
 		http.Header{"Idempotency-Key": {"k1"}})

@@ -60,6 +60,9 @@ type Dialect struct {
 	storeUnavailable func(w http.ResponseWriter)
 	// replayed marks a replayed answer and returns the status to send.
 	replayed func(h http.Header, status int) int
+	// problemAs, when set, turns every problem document of the API into
+	// the provider's error document for the problem's status.
+	problemAs func(status int, p Problem) any
 }
 
 // builtinDialects returns every dialect the server speaks, sorted by

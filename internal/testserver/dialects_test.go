@@ -56,17 +56,24 @@ var dialectCases = []dialectCase{
 	},
 	{
 		name: "stripe", header: "Idempotency-Key", replayStatus: http.StatusCreated, maxKey: 255,
-		checkReplay: noReplayHeader,
+		// https://docs.stripe.com/error-low-level: "look for the header
+		// Idempotent-Replayed: true".
+		checkReplay: func(t *testing.T, r answer) { assert.Equal(t, "true", r.header.Get("Idempotent-Replayed")) },
 		checkReused: func(t *testing.T, r, _ answer) {
 			e := r.jsonAt(t, http.StatusBadRequest, "error")
 			assert.Equal(t, "idempotency_error", e["type"])
 			assert.NotEmpty(t, e["message"])
 		},
+		// As Stripe answered it (stripity-stripe issue 564): 409,
+		// invalid_request_error, idempotency_key_in_use; no header
+		// documented.
 		checkInProgress: func(t *testing.T, r answer) {
 			e := r.jsonAt(t, http.StatusConflict, "error")
-			assert.Equal(t, "idempotency_error", e["type"])
+			assert.Equal(t, "invalid_request_error", e["type"])
 			assert.Equal(t, "idempotency_key_in_use", e["code"])
+			assert.Equal(t, "https://stripe.com/docs/error-codes/idempotency-key-in-use", e["doc_url"])
 			assert.Empty(t, r.header.Get("Retry-After"))
+			assert.Empty(t, r.header.Get("Stripe-Should-Retry"), "no Stripe page or capture shows it on a 409")
 		},
 		checkTooLong: func(t *testing.T, r answer) {
 			assert.Equal(t, "invalid_request_error", r.jsonAt(t, http.StatusBadRequest, "error")["type"])

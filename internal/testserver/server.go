@@ -318,7 +318,7 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, http.StatusNotFound, ProblemNotFound, "Not found", "no resource at this path", 0)
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux answers a "*" request target with a bare 400; every
 		// error of this server is a problem document.
 		if r.RequestURI == "*" {
@@ -328,6 +328,10 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+	if dialect.problemAs != nil {
+		h = reshapeProblems(h, dialect.problemAs)
+	}
+	return h
 }
 
 // handleMethods registers one handler per method on path, and a 405
