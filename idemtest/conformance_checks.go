@@ -73,9 +73,17 @@ func (r *conformanceRun) checkValidKeys(ctx context.Context) verdict {
 	}
 	if !r.cfg.runPrincipals {
 		return pass("keys of %s characters accepted (no 1-character key: under a given principal an earlier run may have used it)",
-			strings.Join(sent, " and "))
+			andList(sent))
 	}
-	return pass("keys of %s characters accepted", strings.Join(sent, ", "))
+	return pass("keys of %s characters accepted", andList(sent))
+}
+
+// andList joins items as "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 func (r *conformanceRun) checkReplay(ctx context.Context) verdict {
