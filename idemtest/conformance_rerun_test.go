@@ -54,24 +54,30 @@ func newKeyRecorder(t *testing.T, srv *Server) (*keyRecorder, string) {
 // fixed principal, 20 runs all but surely meet one twice).
 func TestRunConformance_KeysUniquePerRun(t *testing.T) {
 	t.Parallel()
-	srv := NewServer(t)
-	rec, front := newKeyRecorder(t, srv)
-	opts := srv.ConformanceOptions()
-	opts.Bursts = 1
-	earlier := map[[2]string]bool{}
-	var first []string
-	for run := range 20 {
-		results, err := RunConformance(t.Context(), front, opts)
-		require.NoError(t, err)
-		for pair := range rec.take() {
-			require.False(t, earlier[pair], "run %d sent key %q as %q, as an earlier run did", run, pair[1], pair[0])
-			earlier[pair] = true
-		}
-		verdicts := resultWords(results)
-		if run == 0 {
-			first = verdicts
-		}
-		assert.Equal(t, first, verdicts, "run %d: %+v", run, results)
+	for _, name := range []string{"idem", "stripe"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(t, WithDialect(name))
+			rec, front := newKeyRecorder(t, srv)
+			opts := srv.ConformanceOptions()
+			opts.Dialect = name
+			opts.Bursts = 1
+			earlier := map[[2]string]bool{}
+			var first []string
+			for run := range 20 {
+				results, err := RunConformance(t.Context(), front, opts)
+				require.NoError(t, err)
+				for pair := range rec.take() {
+					require.False(t, earlier[pair], "run %d sent key %q as %q, as an earlier run did", run, pair[1], pair[0])
+					earlier[pair] = true
+				}
+				verdicts := resultWords(results)
+				if run == 0 {
+					first = verdicts
+				}
+				assert.Equal(t, first, verdicts, "run %d: %+v", run, results)
+			}
+		})
 	}
 }
 
