@@ -47,8 +47,11 @@ const (
 	// LevelShould: what draft-07 recommends (422, 400, 409 answers, RFC
 	// 9457 problem documents) and what a key's syntax implies.
 	LevelShould = "SHOULD"
-	// LevelIdem: this project's profile, names the draft does not
-	// require: problem-type suffixes, Idempotent-Replayed, Retry-After.
+	// LevelIdem: this project's profile, what the draft does not
+	// require: problem-type suffixes, Idempotent-Replayed, Retry-After,
+	// its key rules (bare keys of visible ASCII, a key always required)
+	// and a validation error that leaves the key free. Never graded by
+	// ProfileDraft.
 	LevelIdem = "idem"
 )
 
@@ -75,7 +78,7 @@ const (
 
 // ConformanceOptions configures RunConformance. The zero value checks the
 // payments API of the reference server, acting as the bearer principals
-// "conformance-a" and "conformance-b".
+// "conformance-a-RUN" and "conformance-b-RUN", RUN random to each run.
 type ConformanceOptions struct {
 	// Endpoint is the path of the guarded operation, joined to the base
 	// URL. Default DefaultConformanceEndpoint.
@@ -102,7 +105,7 @@ type ConformanceOptions struct {
 	// principal; they replace the same-named headers of Header for the
 	// scoping check. When both Header has no Authorization and
 	// SecondPrincipal is nil, the two principals are the bearer tokens
-	// "conformance-a" and "conformance-b". When Header carries an
+	// "conformance-a-RUN" and "conformance-b-RUN", RUN random to each run. When Header carries an
 	// Authorization and SecondPrincipal is nil, the scoping check is
 	// skipped.
 	SecondPrincipal http.Header
@@ -120,7 +123,8 @@ type ConformanceOptions struct {
 	// KeyFormat is the shape of every valid key the checker sends (see
 	// KeyFormats). Default KeyFormatUUID.
 	KeyFormat string
-	// Profile is ProfileDraft (the default) or ProfileIdem.
+	// Profile is ProfileDraft (the default) or ProfileIdem. ProfileIdem
+	// grades the draft dialect only (ErrProfileNotForDialect otherwise).
 	Profile string
 	// Dialect names the provider dialect to grade against, one of
 	// dialect.Names() (and "idem", the same as "draft"): where the key
@@ -177,6 +181,9 @@ type CheckResult struct {
 	// Ref cites the section of draft-ietf-httpapi-idempotency-key-header-07
 	// (or the RFC, or the provider dialect) the check enforces.
 	Ref string `json:"ref"`
+	// Quote is the sentence the check grades, as written in its source,
+	// where the check goes beyond the draft's words; empty otherwise.
+	Quote string `json:"quote,omitempty"`
 	// Passed is true when the server behaved as required.
 	Passed bool `json:"passed"`
 	// Skipped is true when the check could not be judged (a precondition
@@ -188,6 +195,12 @@ type CheckResult struct {
 
 // Failed reports whether the check ran and the server did not conform.
 func (r CheckResult) Failed() bool { return !r.Passed && !r.Skipped }
+
+// ErrProfileNotForDialect is returned by RunConformance when ProfileIdem
+// is asked for with a provider dialect: the idem profile grades this
+// project's own vocabulary (problem types, Idempotent-Replayed,
+// Retry-After, its key rules), which a provider does not speak.
+var ErrProfileNotForDialect = errors.New("idemtest: the idem profile grades the draft dialect only")
 
 // ErrUnreachable is returned by RunConformance when the very first request
 // could not be sent or answered at all.
@@ -274,6 +287,9 @@ type conformanceConfig struct {
 	listCount   func([]byte) (int, bool)
 	customCount bool // listCount is the caller's: it reads the whole count, no pages followed
 	invalidBody func(i int) []byte
+	// runPrincipals: the principals are the checker's own, unique to the
+	// run, so any key is fresh under them.
+	runPrincipals bool
 }
 
 func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformanceConfig, error) {
@@ -315,6 +331,10 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 	case ProfileDraft, ProfileIdem:
 	default:
 		return nil, fmt.Errorf("idemtest: profile %q unknown (known: %s, %s)", profile, ProfileDraft, ProfileIdem)
+	}
+	if profile == ProfileIdem && d.Name != "draft" {
+		return nil, fmt.Errorf("%w: dialect %s has its own documented semantics, graded by the draft profile; "+
+			"drop the idem profile, or grade the draft dialect", ErrProfileNotForDialect, d.Name)
 	}
 	list := opts.ListEndpoint
 	switch {
@@ -378,8 +398,12 @@ func (c *conformanceConfig) applyDefaults() {
 		c.header = http.Header{}
 	}
 	if c.second == nil && c.header.Get("Authorization") == "" {
-		c.header.Set("Authorization", "Bearer conformance-a")
-		c.second = http.Header{"Authorization": {"Bearer conformance-b"}}
+		// Principals of this run alone: every key, however short, is
+		// then fresh on the server, whatever earlier runs sent.
+		run := strings.ToLower(rand.Text()[:10])
+		c.header.Set("Authorization", "Bearer conformance-a-"+run)
+		c.second = http.Header{"Authorization": {"Bearer conformance-b-" + run}}
+		c.runPrincipals = true
 	}
 	if c.client == nil {
 		c.client = &http.Client{

@@ -80,7 +80,8 @@ func TestCalibration_DefectClasses(t *testing.T) {
 }
 
 // TestCalibration_ReferenceServerPassesEveryLevel: the reference server,
-// in each of its dialects, passes every check the checker runs for it.
+// in each of its dialects, passes every check the checker runs for it (the
+// idem profile in the draft dialect, the only one it grades).
 func TestCalibration_ReferenceServerPassesEveryLevel(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"idem", "stripe", "adyen", "paypal", "square"} {
@@ -88,8 +89,10 @@ func TestCalibration_ReferenceServerPassesEveryLevel(t *testing.T) {
 			t.Parallel()
 			srv := NewServer(t, WithDialect(name))
 			opts := srv.ConformanceOptions()
-			opts.Profile = ProfileIdem
 			opts.Dialect = name
+			if name == "idem" {
+				opts.Profile = ProfileIdem
+			}
 
 			results, err := RunConformance(t.Context(), srv.URL, opts)
 			require.NoError(t, err)
@@ -98,4 +101,69 @@ func TestCalibration_ReferenceServerPassesEveryLevel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCalibration_DraftProfileGradesOnlyTheDraft: a server that stores its
+// validation error and replays it does what draft-07 §2.6 says ("success
+// or an error"), and one that takes keys of any shape does what §2.1
+// allows: neither fails at the draft profile. The idem profile grades
+// this project's rules on both, quoting the draft sentence they go beyond.
+func TestCalibration_DraftProfileGradesOnlyTheDraft(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		defect    defect
+		draftFail []string
+		idemFail  []string
+		quoted    string
+	}{
+		{name: "4xx answers stored and replayed", defect: defectCaches4xx,
+			idemFail: []string{CheckErrorNotStored}, quoted: `"SHOULD respond with the result of the previously completed operation, success or an error"`},
+		// The quoted form is a MUST of §2.1 whatever the key's shape.
+		{name: "keys of any shape", defect: defectLengthOnly, draftFail: []string{CheckQuotedKey},
+			idemFail: []string{CheckInvalidKey, CheckQuotedKey}, quoted: `"Idempotency-Key is an Item Structured Header [RFC8941]. Its value MUST be a String."`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cal := newCalibrationServer(tt.defect)
+			srv := httptest.NewServer(cal)
+			t.Cleanup(srv.Close)
+
+			draft, err := RunConformance(t.Context(), srv.URL, ConformanceOptions{Hold: cal.hold})
+			require.NoError(t, err)
+			assert.Equal(t, tt.draftFail, failedIDs(draft), "draft: %+v", draft)
+			for _, r := range draft {
+				assert.NotContains(t, []string{CheckErrorNotStored, CheckInvalidKey, CheckMissingKey}, r.ID, "graded at the draft profile")
+			}
+
+			idem, err := RunConformance(t.Context(), srv.URL, ConformanceOptions{Hold: cal.hold, Profile: ProfileIdem})
+			require.NoError(t, err)
+			assert.Equal(t, tt.idemFail, failedIDs(idem), "idem: %+v", idem)
+			found := false
+			for _, r := range idem {
+				if r.ID == tt.idemFail[0] {
+					found = true
+					assert.Equal(t, LevelIdem, r.Level)
+					assert.Contains(t, r.Ref, "idem profile")
+					assert.Contains(t, r.Quote, tt.quoted)
+				}
+			}
+			assert.True(t, found)
+		})
+	}
+}
+
+// TestRunConformance_IdemProfileRefusedForAProviderDialect: the idem
+// profile grades this project's vocabulary, which no provider speaks; with
+// a provider dialect it is refused, not silently dropped.
+func TestRunConformance_IdemProfileRefusedForAProviderDialect(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(t, WithDialect("stripe"))
+	opts := srv.ConformanceOptions()
+	opts.Dialect, opts.Profile = "stripe", ProfileIdem
+
+	_, err := RunConformance(t.Context(), srv.URL, opts)
+	require.ErrorIs(t, err, ErrProfileNotForDialect)
+	assert.Contains(t, err.Error(), "stripe")
 }

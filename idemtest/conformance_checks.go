@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/idemkit/idem/dialect"
@@ -43,18 +44,26 @@ func (r *conformanceRun) keyAccepted(e exchange) bool {
 }
 
 // checkValidKeys sends keys of 1, 36 and the longest allowed length, of
-// characters every key format uses: refusing one is its own finding.
+// characters every key format uses: refusing one is its own finding. A
+// one-character key has 32 values, so an earlier run under the same
+// principal may have used it: it is sent only under the run's own
+// principals, where it is proven fresh.
 func (r *conformanceRun) checkValidKeys(ctx context.Context) verdict {
 	if !r.firstOK {
 		return noFirst()
 	}
 	longest := min(255, r.cfg.dialect.MaxKeyLength)
-	var refused []string
-	for _, n := range dedupeInts(1, 36, longest) {
+	lengths := dedupeInts(36, longest)
+	if r.cfg.runPrincipals {
+		lengths = dedupeInts(1, 36, longest)
+	}
+	var refused, sent []string
+	for _, n := range lengths {
 		e, err := r.post(ctx, outgoing{what: fmt.Sprintf("%d-character key", n), keys: []string{plainKey(n)}, body: r.body()})
 		if err != nil {
 			return fail("%v", err)
 		}
+		sent = append(sent, strconv.Itoa(n))
 		if !r.keyAccepted(e) {
 			refused = append(refused, fmt.Sprintf("%d characters: %s", n, e.summary()))
 		}
@@ -62,7 +71,19 @@ func (r *conformanceRun) checkValidKeys(ctx context.Context) verdict {
 	if len(refused) > 0 {
 		return fail("rejects valid keys: %s", strings.Join(refused, "; "))
 	}
-	return pass("keys of 1, 36 and %d characters accepted", longest)
+	if !r.cfg.runPrincipals {
+		return pass("keys of %s characters accepted (no 1-character key: under a given principal an earlier run may have used it)",
+			andList(sent))
+	}
+	return pass("keys of %s characters accepted", andList(sent))
+}
+
+// andList joins items as "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 func (r *conformanceRun) checkReplay(ctx context.Context) verdict {
@@ -285,7 +306,9 @@ func (r *conformanceRun) checkPrincipalScope(ctx context.Context) verdict {
 }
 
 // checkErrorNotStored: a request refused by validation never executed, so
-// its key must stay free for the corrected request.
+// in this project's rule its key stays free for the corrected request.
+// draft-07 §2.6 also lets a server replay the stored error, so in the
+// draft dialect this is graded with ProfileIdem only.
 func (r *conformanceRun) checkErrorNotStored(ctx context.Context) verdict {
 	switch {
 	case r.cfg.invalidBody == nil:

@@ -38,13 +38,13 @@ func ExampleRunConformance() {
 	// valid-keys             SHOULD passed=true
 	// replay                 MUST   passed=true
 	// key-reuse              SHOULD passed=true
-	// missing-key            SHOULD passed=true
-	// invalid-key            SHOULD passed=true
+	// missing-key            idem   passed=true
+	// invalid-key            idem   passed=true
 	// quoted-key             MUST   passed=true
 	// concurrent-duplicates  MUST   passed=true
 	// in-progress            SHOULD passed=true
 	// principal-scope        MUST   passed=true
-	// error-not-stored       SHOULD passed=true
+	// error-not-stored       idem   passed=true
 	// problem-details        SHOULD passed=true
 	// replay-header          idem   passed=true
 	// problem-types          idem   passed=true

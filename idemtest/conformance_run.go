@@ -72,6 +72,12 @@ func skip(format string, args ...any) verdict {
 // conformanceCheck is one entry of the check table.
 type conformanceCheck struct {
 	id, name, level, ref string
+	// quote is the sentence the check grades, as written in its source.
+	quote string
+	// projectRule marks a check that, in the draft dialect, grades this
+	// project's own rule rather than a MUST or SHOULD of the draft: it is
+	// then run with ProfileIdem only, at LevelIdem.
+	projectRule bool
 	// applies reports whether the check belongs to the run's profile and
 	// dialect; nil means always.
 	applies func(*conformanceConfig) bool
@@ -91,6 +97,26 @@ const (
 	// fingerprint MAY be used"), so the target's part in it is graded in
 	// this project's profile only.
 	refTarget = "draft-07 §2.4; PROTOCOL.md (idem profile)"
+	// The draft's own rules on a key's shape, a missing key and a stored
+	// error are looser than this project's: these checks grade the
+	// project's, and cite the draft sentence they go beyond.
+	refKeyRules  = "draft-07 §2.1; PROTOCOL.md (idem profile)"
+	refKeyNeeded = "draft-07 §2.7; PROTOCOL.md (idem profile)"
+	refErrorFree = "draft-07 §2.6; PROTOCOL.md (idem profile)"
+)
+
+// Sentences the checks grade, quoted as written.
+const (
+	quoteItem = `draft-07 §2.1: "Idempotency-Key is an Item Structured Header [RFC8941]. Its value MUST be a String."`
+	// quoteKeyRules: the draft leaves the key format to the server.
+	quoteKeyRules = quoteItem + ` The draft leaves the key's format to the server; ` +
+		`this check grades PROTOCOL.md's rules: "A bare key keeps visible ASCII only", a length limit and one key header.`
+	quoteMissingKey = `draft-07 §2.7: "If the Idempotency-Key request header is missing for a documented idempotent operation ` +
+		`requiring this header, the resource server SHOULD reply with an HTTP 400 status code". ` +
+		`The reference API documents a key as required on every guarded operation; this check grades that rule.`
+	quoteErrorNotStored = `draft-07 §2.6: the resource "SHOULD respond with the result of the previously completed operation, ` +
+		`success or an error". A server that stores a validation error and replays it follows the draft; ` +
+		`this check grades this project's rule that a request refused before it ran leaves its key free.`
 )
 
 // conformanceChecks lists the checks after the first request, in the order
@@ -98,21 +124,24 @@ const (
 // problem and vocabulary checks judge.
 func conformanceChecks() []conformanceCheck {
 	return []conformanceCheck{
-		{CheckValidKeys, "1-, 36- and longest keys accepted", LevelShould, refSyntax, nil, (*conformanceRun).checkValidKeys},
-		{CheckReplay, "replay: same answer, no new resource", LevelMust, refReplay, nil, (*conformanceRun).checkReplay},
-		{CheckKeyReuse, "same key, other body refused", LevelShould, refErrors, fingerprinting, (*conformanceRun).checkKeyReuse},
-		{CheckMissingKey, "missing key refused", LevelShould, refErrors, requiresKey, (*conformanceRun).checkMissingKey},
-		{CheckInvalidKey, "malformed keys refused", LevelShould, refSyntax, nil, (*conformanceRun).checkInvalidKey},
-		{CheckQuotedKey, "quoted key is the bare key", LevelMust, refSyntax, draftOnly, (*conformanceRun).checkQuotedKey},
-		{CheckConcurrent, "concurrent duplicates, one effect", LevelMust, refFirst, nil, (*conformanceRun).checkConcurrent},
-		{CheckInProgress, "duplicate in progress refused", LevelShould, refErrors, nil, (*conformanceRun).checkInProgress},
-		{CheckPrincipalScope, "keys scoped by principal", LevelMust, refScope, nil, (*conformanceRun).checkPrincipalScope},
-		{CheckErrorNotStored, "validation error leaves the key free", LevelShould, refFirst, nil, (*conformanceRun).checkErrorNotStored},
-		{CheckProblemDetails, "errors are RFC 9457 problems", LevelShould, refProblems, draftOnly, (*conformanceRun).checkProblemDetails},
-		{CheckReplayHeader, "replay marked Idempotent-Replayed", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkReplayHeader},
-		{CheckProblemTypes, "problem types name the case", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkProblemTypes},
-		{CheckRetryAfter, "409 carries Retry-After", LevelIdem, refProfile, idemProfile, (*conformanceRun).checkRetryAfter},
-		{CheckRequestTarget, "same key, other query or path refused", LevelIdem, refTarget, idemProfile, (*conformanceRun).checkRequestTarget},
+		{id: CheckValidKeys, name: "1-, 36- and longest keys accepted", level: LevelShould, ref: refSyntax, run: (*conformanceRun).checkValidKeys},
+		{id: CheckReplay, name: "replay: same answer, no new resource", level: LevelMust, ref: refReplay, run: (*conformanceRun).checkReplay},
+		{id: CheckKeyReuse, name: "same key, other body refused", level: LevelShould, ref: refErrors, applies: fingerprinting, run: (*conformanceRun).checkKeyReuse},
+		{id: CheckMissingKey, name: "missing key refused", level: LevelShould, ref: refKeyNeeded, quote: quoteMissingKey,
+			projectRule: true, applies: requiresKey, run: (*conformanceRun).checkMissingKey},
+		{id: CheckInvalidKey, name: "malformed keys refused", level: LevelShould, ref: refKeyRules, quote: quoteKeyRules,
+			projectRule: true, run: (*conformanceRun).checkInvalidKey},
+		{id: CheckQuotedKey, name: "quoted key is the bare key", level: LevelMust, ref: refSyntax, applies: draftOnly, run: (*conformanceRun).checkQuotedKey},
+		{id: CheckConcurrent, name: "concurrent duplicates, one effect", level: LevelMust, ref: refFirst, run: (*conformanceRun).checkConcurrent},
+		{id: CheckInProgress, name: "duplicate in progress refused", level: LevelShould, ref: refErrors, run: (*conformanceRun).checkInProgress},
+		{id: CheckPrincipalScope, name: "keys scoped by principal", level: LevelMust, ref: refScope, run: (*conformanceRun).checkPrincipalScope},
+		{id: CheckErrorNotStored, name: "validation error leaves the key free", level: LevelShould, ref: refErrorFree,
+			quote: quoteErrorNotStored, projectRule: true, run: (*conformanceRun).checkErrorNotStored},
+		{id: CheckProblemDetails, name: "errors are RFC 9457 problems", level: LevelShould, ref: refProblems, applies: draftOnly, run: (*conformanceRun).checkProblemDetails},
+		{id: CheckReplayHeader, name: "replay marked Idempotent-Replayed", level: LevelIdem, ref: refProfile, applies: idemProfile, run: (*conformanceRun).checkReplayHeader},
+		{id: CheckProblemTypes, name: "problem types name the case", level: LevelIdem, ref: refProfile, applies: idemProfile, run: (*conformanceRun).checkProblemTypes},
+		{id: CheckRetryAfter, name: "409 carries Retry-After", level: LevelIdem, ref: refProfile, applies: idemProfile, run: (*conformanceRun).checkRetryAfter},
+		{id: CheckRequestTarget, name: "same key, other query or path refused", level: LevelIdem, ref: refTarget, applies: idemProfile, run: (*conformanceRun).checkRequestTarget},
 	}
 }
 
@@ -149,6 +178,12 @@ func (r *conformanceRun) runAll(ctx context.Context) ([]CheckResult, error) {
 		if c.applies != nil && !c.applies(r.cfg) {
 			continue
 		}
+		if c.projectRule && r.cfg.isDraft() {
+			if r.cfg.profile != ProfileIdem {
+				continue // the draft does not ask it: not graded
+			}
+			c.level = LevelIdem
+		}
 		results = append(results, result(c, c.run(r, ctx)))
 	}
 	if !r.cfg.isDraft() {
@@ -162,7 +197,7 @@ func (r *conformanceRun) runAll(ctx context.Context) ([]CheckResult, error) {
 }
 
 func result(c conformanceCheck, v verdict) CheckResult {
-	return CheckResult{ID: c.id, Name: c.name, Level: c.level, Ref: c.ref, Passed: v.passed, Skipped: v.skipped, Detail: v.detail}
+	return CheckResult{ID: c.id, Name: c.name, Level: c.level, Ref: c.ref, Quote: c.quote, Passed: v.passed, Skipped: v.skipped, Detail: v.detail}
 }
 
 // body returns the next distinct request body.

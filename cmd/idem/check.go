@@ -61,11 +61,19 @@ Verdicts judge behaviour, not names: a replay is the same status and body
 with no new resource (counted through --list-endpoint), scope is two
 principals getting two resources. Each check has a level: MUST and SHOULD
 (draft-ietf-httpapi-idempotency-key-header-07, RFC 9110, RFC 9457) are
-graded by default; --profile idem adds this project's names (problem-type
-suffixes, Idempotent-Replayed, Retry-After) and its fingerprint: a used key
-sent to another query, or to --other-endpoint (the same operation with
-another path value), is key reuse. --dialect grades a provider's
-documented semantics instead (` + strings.Join(dialect.Names(), ", ") + `).
+graded by default, only where the draft's sentence uses the word;
+--profile idem adds this project's own rules at level idem: its names
+(problem-type suffixes, Idempotent-Replayed, Retry-After), its fingerprint
+(a used key sent to another query, or to --other-endpoint, the same
+operation with another path value, is key reuse), its key rules
+(missing-key, invalid-key: the draft leaves the key's format to the server
+and asks for 400 only where a key is documented as required) and a
+validation error that leaves the key free (error-not-stored: draft-07 §2.6
+lets the server answer "with the result of the previously completed
+operation, success or an error"). --json gives each such check the sentence
+it goes beyond, as "quote". --dialect grades a provider's documented
+semantics instead (` + strings.Join(dialect.Names(), ", ") + `), with the
+draft profile only: the idem profile with a provider dialect is refused.
 
 The checks create resources on the server. Exit status: 0 every check
 passed, 1 a check failed (or, with --strict, was skipped), 2 the check could
@@ -192,8 +200,16 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 	if f.profile != idemtest.ProfileDraft && f.profile != idemtest.ProfileIdem {
 		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --profile %q: want draft or idem", f.profile)
 	}
-	if _, err := dialect.ByName(f.dialect); err != nil && !strings.EqualFold(f.dialect, "idem") {
+	d, err := dialect.ByName(f.dialect)
+	if err != nil && !strings.EqualFold(f.dialect, "idem") {
 		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --dialect: %w", err)
+	}
+	if err == nil && d.Name != "draft" && f.profile == idemtest.ProfileIdem {
+		// The idem profile grades this project's vocabulary, which a
+		// provider does not speak: grading it would fail the provider,
+		// and dropping it silently would pass what was never graded.
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --profile idem with --dialect %s: %w; drop --profile idem "+
+			"(the draft profile grades %s's documented semantics)", d.Name, idemtest.ErrProfileNotForDialect, d.Name)
 	}
 	list := f.listEndpoint
 	if list == "" {
@@ -210,7 +226,6 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 		Profile:       f.profile,
 		Dialect:       f.dialect,
 	}
-	var err error
 	if opts.Header, err = parseHeaders("--header", f.headers); err != nil {
 		return opts, err
 	}

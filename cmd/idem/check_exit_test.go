@@ -29,6 +29,7 @@ func TestCheck_ExitCodes(t *testing.T) {
 		{"a check failed", []string{broken.URL}, 1},
 		{"unreachable", []string{closed}, 2},
 		{"bad flag value", []string{ref.URL, "--key-format", "guid"}, 2},
+		{"idem profile, provider dialect", []string{ref.URL, "--profile", "idem", "--dialect", "stripe"}, 2},
 		{"unknown flag", []string{ref.URL, "--nope"}, 2},
 		{"no URL", nil, 2},
 		// Without a second principal the scoping check is skipped.
@@ -79,6 +80,9 @@ func TestCheck_ProfileIdemShowsLevels(t *testing.T) {
 	assert.Equal(t, idemtest.LevelMust, levels[idemtest.CheckConcurrent])
 	assert.Equal(t, idemtest.LevelShould, levels[idemtest.CheckKeyReuse])
 	assert.Equal(t, idemtest.LevelIdem, levels[idemtest.CheckReplayHeader])
+	for _, id := range []string{idemtest.CheckMissingKey, idemtest.CheckInvalidKey, idemtest.CheckErrorNotStored} {
+		assert.Equal(t, idemtest.LevelIdem, levels[id], id)
+	}
 	assert.Equal(t, "idem", report.Profile)
 }
 
