@@ -76,6 +76,13 @@ func stripeDialect() Dialect {
 		// names/keys", RequestSender.js), and stripe-mock echoes it "like
 		// the real Stripe API" (https://github.com/stripe/stripe-mock/pull/77).
 		echoKey: true,
+		// https://docs.stripe.com/api: "Our API has predictable
+		// resource-oriented URLs, accepts form-encoded request bodies,
+		// returns JSON-encoded responses";
+		// stripe-go sends its v1 calls as
+		// application/x-www-form-urlencoded. JSON bodies stay accepted, as
+		// every dialect of this server takes them.
+		formBodies: true,
 		// https://docs.stripe.com/api/idempotent_requests: "Stripe saves the
 		// status code and body of the first request ... after endpoint
 		// execution begins. Retries with the same key return the saved

@@ -52,6 +52,9 @@ type Dialect struct {
 	parseKey func(d *Dialect, values []string) (string, error)
 	// echoKey copies the accepted key onto every answer, in KeyHeader.
 	echoKey bool
+	// formBodies makes the API take application/x-www-form-urlencoded
+	// bodies as well as JSON, as the provider's API does.
+	formBodies bool
 
 	missingKey       func(w http.ResponseWriter, err error)
 	invalidKey       func(w http.ResponseWriter, err error)

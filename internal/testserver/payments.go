@@ -44,6 +44,9 @@ type paymentsAPI struct {
 	// principal too, so a request it holds a key for takes the principal
 	// from the key's scope instead of hashing the token again.
 	heldPrincipal bool
+	// formBodies takes form-encoded bodies too (formFields), for a
+	// dialect whose provider's API is form-encoded.
+	formBodies bool
 }
 
 // moneyRequest is the body of POST /v1/payments and POST /v1/payouts.
@@ -129,6 +132,17 @@ func (a *paymentsAPI) readMoneyRequest(w http.ResponseWriter, r *http.Request) (
 }
 
 func (a *paymentsAPI) parseMoneyRequest(w http.ResponseWriter, r *http.Request) (moneyRequest, *requestError) {
+	if a.formBodies && isFormContentType(r) {
+		body, rerr := readBody(w, r, a.maxBody)
+		if rerr != nil {
+			return moneyRequest{}, rerr
+		}
+		fields, rerr := formFields(body, []string{"amount"}, "amount", "currency", "reference")
+		if rerr != nil {
+			return moneyRequest{}, rerr
+		}
+		return validateMoneyRequest(fields)
+	}
 	if rerr := requireJSONContentType(r); rerr != nil {
 		return moneyRequest{}, rerr
 	}

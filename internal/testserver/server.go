@@ -281,6 +281,7 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		payoutDelay: cfg.payoutDelay,
 		logger:      cfg.logger,
 		principal:   orAnonymous(s.principal),
+		formBodies:  dialect.formBodies,
 		// The layer below is given the same principal function.
 		heldPrincipal: true,
 	}
