@@ -2,7 +2,6 @@ package keystore_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,25 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
 )
-
-// fileState is what a read must leave as it was: the bytes, the size and
-// the modification time of a file.
-type fileState struct {
-	sum   [32]byte
-	size  int64
-	mtime time.Time
-}
-
-func stateOf(t *testing.T, path string) fileState {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	info, err := os.Stat(path)
-	require.NoError(t, err)
-	return fileState{sha256.Sum256(data), info.Size(), info.ModTime()}
-}
 
 // keystoreWith creates a keystore at a new path holding n records, closed.
 func keystoreWith(t *testing.T, n int) string {
@@ -69,7 +52,7 @@ func TestBoltReadOnlyNeverWritesTheFile(t *testing.T) {
 	})
 	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	require.NoError(t, os.Chtimes(path, past, past))
-	before := stateOf(t, path)
+	before := testenv.StateOf(t, path)
 
 	s, err := keystore.OpenBolt(path, &keystore.BoltOptions{ReadOnly: true})
 	require.NoError(t, err)
@@ -88,7 +71,7 @@ func TestBoltReadOnlyNeverWritesTheFile(t *testing.T) {
 	_, err = s.Purge(ctx, keystore.PurgeRequest{OlderThan: time.Now()})
 	assert.ErrorIs(t, err, keystore.ErrReadOnly)
 	require.NoError(t, s.Close())
-	assert.Equal(t, before, stateOf(t, path), "a read-only open changed the file")
+	assert.Equal(t, before, testenv.StateOf(t, path), "a read-only open changed the file")
 }
 
 // Two read-only opens share the file; a writer waits for them (ErrLocked).
@@ -192,7 +175,7 @@ func TestBoltReplacedWhileOpenFailsWrites(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, os.Rename(other, path))
-	replaced := stateOf(t, path)
+	replaced := testenv.StateOf(t, path)
 	_, _, err = s.Create(ctx, pendingRecord("after", "order-after"))
 	require.ErrorIs(t, err, keystore.ErrFileReplaced)
 	assert.ErrorContains(t, err, "replaced")
@@ -202,7 +185,7 @@ func TestBoltReplacedWhileOpenFailsWrites(t *testing.T) {
 	assert.ErrorIs(t, s.Update(ctx, r), keystore.ErrFileReplaced)
 	assert.ErrorIs(t, s.UpdateDeferred(ctx, r), keystore.ErrFileReplaced)
 	assert.Error(t, s.Close())
-	assert.Equal(t, replaced, stateOf(t, path))
+	assert.Equal(t, replaced, testenv.StateOf(t, path))
 }
 
 // newestMetaPage returns the offset of the meta page of the latest
@@ -242,7 +225,7 @@ func TestBoltDamagedNewestMetaIsRefused(t *testing.T) {
 	_, err = f.WriteAt(make([]byte, 4096), off)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	before := stateOf(t, path)
+	before := testenv.StateOf(t, path)
 
 	for _, ro := range []bool{false, true} {
 		_, err = keystore.OpenBolt(path, &keystore.BoltOptions{ReadOnly: ro})
@@ -251,7 +234,7 @@ func TestBoltDamagedNewestMetaIsRefused(t *testing.T) {
 		assert.ErrorContains(t, err, path)
 		assert.ErrorContains(t, err, "AcceptOlderMeta")
 	}
-	assert.Equal(t, before, stateOf(t, path))
+	assert.Equal(t, before, testenv.StateOf(t, path))
 
 	// Asked for, the older state opens, read-only, to be looked at.
 	s, err = keystore.OpenBolt(path, &keystore.BoltOptions{ReadOnly: true, AcceptOlderMeta: true})
@@ -260,7 +243,7 @@ func TestBoltDamagedNewestMetaIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, recs, 2, "the older state: the last commit is the one lost")
 	require.NoError(t, s.Close())
-	assert.Equal(t, before, stateOf(t, path))
+	assert.Equal(t, before, testenv.StateOf(t, path))
 }
 
 // A mutant the page check refuses is refused before bbolt reads it, so

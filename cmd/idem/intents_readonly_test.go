@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"os"
 	"strings"
@@ -12,31 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemkit/idem/internal/testenv"
 	"github.com/idemkit/idem/keystore"
 )
-
-// fileState is what a read-only command must leave as it was.
-type fileState struct {
-	sum   [32]byte
-	size  int64
-	mtime time.Time
-}
-
-func stateOf(t *testing.T, path string) fileState {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	info, err := os.Stat(path)
-	require.NoError(t, err)
-	return fileState{sha256.Sum256(data), info.Size(), info.ModTime()}
-}
-
-// backdate sets the file's times in the past, so a write shows in them.
-func backdate(t *testing.T, path string) {
-	t.Helper()
-	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
-	require.NoError(t, os.Chtimes(path, past, past))
-}
 
 // The fault as seen: list and show opened the keystore read-write (they
 // failed on a read-only mount, and a damaged file grew to 2 TiB). A file
@@ -54,8 +31,8 @@ func TestReadCommands_NeverWriteTheKeystore(t *testing.T) {
 		return tx.Bucket([]byte("meta")).Put([]byte("version"), []byte{1})
 	}))
 	require.NoError(t, db.Close())
-	backdate(t, p.path)
-	before := stateOf(t, p.path)
+	testenv.Backdate(t, p.path)
+	before := testenv.StateOf(t, p.path)
 
 	in := p.all()[0]
 	for _, args := range [][]string{
@@ -64,7 +41,7 @@ func TestReadCommands_NeverWriteTheKeystore(t *testing.T) {
 		stdout, stderr, err := runIntentsCLI(t, nil, append(args, "--keystore", p.path)...)
 		require.NoError(t, err, "%v: %s", args, stderr)
 		assert.Contains(t, stdout, in.Key, "%v", args)
-		assert.Equal(t, before, stateOf(t, p.path), "%v changed the keystore file", args)
+		assert.Equal(t, before, testenv.StateOf(t, p.path), "%v changed the keystore file", args)
 	}
 }
 
@@ -87,8 +64,8 @@ func TestReadCommands_DamagedMetaPageIsRefusedUnlessAccepted(t *testing.T) {
 	_, err = f.WriteAt(make([]byte, ps), newest)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	backdate(t, p.path)
-	before := stateOf(t, p.path)
+	testenv.Backdate(t, p.path)
+	before := testenv.StateOf(t, p.path)
 
 	for _, args := range [][]string{{"list"}, {"show", p.all()[0].Key}} {
 		_, stderr, err := runIntentsCLI(t, nil, append(args, "--keystore", p.path)...)
@@ -100,5 +77,5 @@ func TestReadCommands_DamagedMetaPageIsRefusedUnlessAccepted(t *testing.T) {
 	stdout, stderr, err := runIntentsCLI(t, nil, "list", "--accept-older-meta", "--keystore", p.path)
 	require.NoError(t, err, stderr)
 	assert.Equal(t, 1+len(p.all()), strings.Count(stdout, "\n"), "the commit before the last (the fold at close) holds them all:\n%s", stdout)
-	assert.Equal(t, before, stateOf(t, p.path))
+	assert.Equal(t, before, testenv.StateOf(t, p.path))
 }
