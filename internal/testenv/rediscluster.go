@@ -58,9 +58,16 @@ func StartRedisCluster(tb testing.TB, masters int) *RedisCluster {
 	c := &RedisCluster{tb: tb, path: path}
 	tb.Cleanup(c.stop)
 	for range masters {
-		n := &redisNode{port: freeClusterPort(tb), dir: tb.TempDir()}
+		n := &redisNode{dir: tb.TempDir()}
 		c.nodes = append(c.nodes, n)
-		c.start(n)
+		// A port found free can be taken before redis-server binds it (by
+		// another test process); a node that lost that race gets a new port.
+		for attempt := 1; ; attempt++ {
+			n.port = freeClusterPort(tb)
+			if c.start(n, attempt < redisBindAttempts) {
+				break
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), redisClusterWait)
 	defer cancel()
@@ -84,18 +91,47 @@ func StartRedisCluster(tb testing.TB, masters int) *RedisCluster {
 	return c
 }
 
+// redisBindAttempts is how many ports a node tries before the harness
+// gives up on starting it.
+const redisBindAttempts = 5
+
 // freeClusterPort returns a loopback port that is free, and whose
-// cluster bus port (port+10000) is free too.
+// cluster bus port (port+10000) is free too. Both lie below the kernel's
+// ephemeral range, so outgoing connections of other tests cannot take
+// them between this check and redis-server's bind.
 func freeClusterPort(tb testing.TB) int {
 	tb.Helper()
+	const low = 10000
+	high := ephemeralLow() - 10000
+	if high <= low+1000 {
+		high = low + 10000
+	}
 	for range 100 {
-		port := 20000 + rand.N(30000)
+		port := low + rand.N(high-low)
 		if portFree(port) && portFree(port+10000) {
 			return port
 		}
 	}
 	tb.Fatal("redis cluster: no free port pair found")
 	return 0
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (Linux's default, 32768, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= 0 {
+		return 32768
+	}
+	return n
 }
 
 func portFree(port int) bool {
@@ -107,8 +143,11 @@ func portFree(port int) bool {
 	return true
 }
 
-// start runs n's redis-server and waits until it answers PING.
-func (c *RedisCluster) start(n *redisNode) {
+// start runs n's redis-server and waits until it answers. When
+// retryBind is set and the node exits because its port was taken, start
+// returns false so the caller can pick another port; every other failure
+// ends the test.
+func (c *RedisCluster) start(n *redisNode, retryBind bool) bool {
 	c.tb.Helper()
 	cmd := exec.Command(c.path,
 		"--port", strconv.Itoa(n.port), "--bind", "127.0.0.1",
@@ -132,6 +171,12 @@ func (c *RedisCluster) start(n *redisNode) {
 	for {
 		select {
 		case <-exited:
+			if log := n.log(); retryBind && strings.Contains(log, "Address already in use") {
+				c.tb.Logf("redis cluster: :%d was taken before redis-server bound it; trying another port", n.port)
+				n.cmd = nil
+				_ = os.Remove(filepath.Join(n.dir, "redis.log"))
+				return false
+			}
 			c.tb.Fatalf("redis cluster: redis-server on :%d exited at start; its log: %s", n.port, n.log())
 		default:
 		}
@@ -140,7 +185,7 @@ func (c *RedisCluster) start(n *redisNode) {
 			if dir["dir"] != n.dir {
 				c.tb.Fatalf("redis cluster: another Redis answers on :%d (dir %q)", n.port, dir["dir"])
 			}
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
 			c.tb.Fatalf("redis cluster: node :%d did not answer within %v; its log: %s", n.port, redisClusterWait, n.log())
@@ -241,7 +286,7 @@ func (c *RedisCluster) Kill(i int) {
 // cluster config file, and waits until the cluster is healthy.
 func (c *RedisCluster) Restart(i int) {
 	c.tb.Helper()
-	c.start(c.nodes[i])
+	c.start(c.nodes[i], false)
 	c.WaitHealthy()
 }
 
