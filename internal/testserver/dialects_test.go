@@ -80,26 +80,6 @@ var dialectCases = []dialectCase{
 		},
 	},
 	{
-		name: "stripe-v2", header: "Idempotency-Key", replayStatus: http.StatusCreated, maxKey: 255,
-		// https://docs.stripe.com/error-low-level scopes Idempotent-Replayed
-		// to API v1; no v2 page documents a replay marker.
-		checkReplay: noReplayHeader,
-		checkReused: func(t *testing.T, r, _ answer) {
-			e := r.jsonAt(t, http.StatusBadRequest, "error")
-			assert.Equal(t, "idempotency_error", e["type"])
-			assert.NotEmpty(t, e["message"])
-		},
-		checkInProgress: func(t *testing.T, r answer) {
-			e := r.jsonAt(t, http.StatusConflict, "error")
-			assert.Equal(t, "invalid_request_error", e["type"])
-			assert.Equal(t, "idempotency_key_in_use", e["code"])
-			assert.Empty(t, r.header.Get("Stripe-Should-Retry"), "documented for v1 only")
-		},
-		checkTooLong: func(t *testing.T, r answer) {
-			assert.Equal(t, "invalid_request_error", r.jsonAt(t, http.StatusBadRequest, "error")["type"])
-		},
-	},
-	{
 		name: "paypal", header: "PayPal-Request-Id", replayStatus: http.StatusOK, maxKey: 108,
 		checkReplay: noReplayHeader,
 		checkReused: func(t *testing.T, r, first answer) {
@@ -157,6 +137,26 @@ var dialectCases = []dialectCase{
 		},
 		checkTooLong: func(t *testing.T, r answer) {
 			assert.Equal(t, "VALUE_TOO_LONG", firstDetail(t, r.json(t, http.StatusBadRequest), "errors")["code"])
+		},
+	},
+	{
+		name: "stripe-v2", header: "Idempotency-Key", replayStatus: http.StatusCreated, maxKey: 255,
+		// https://docs.stripe.com/error-low-level scopes Idempotent-Replayed
+		// to API v1; no v2 page documents a replay marker.
+		checkReplay: noReplayHeader,
+		checkReused: func(t *testing.T, r, _ answer) {
+			e := r.jsonAt(t, http.StatusBadRequest, "error")
+			assert.Equal(t, "idempotency_error", e["type"])
+			assert.NotEmpty(t, e["message"])
+		},
+		checkInProgress: func(t *testing.T, r answer) {
+			e := r.jsonAt(t, http.StatusConflict, "error")
+			assert.Equal(t, "invalid_request_error", e["type"])
+			assert.Equal(t, "idempotency_key_in_use", e["code"])
+			assert.Empty(t, r.header.Get("Stripe-Should-Retry"), "documented for v1 only")
+		},
+		checkTooLong: func(t *testing.T, r answer) {
+			assert.Equal(t, "invalid_request_error", r.jsonAt(t, http.StatusBadRequest, "error")["type"])
 		},
 	},
 }
