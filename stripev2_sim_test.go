@@ -137,3 +137,54 @@ func TestStripeV2Simulator_5xxBeforeExecutionIsRetried(t *testing.T) {
 	assert.Equal(t, 3, in.Attempts)
 	assert.Equal(t, 1, srv.PaymentCount())
 }
+
+// An intent whose answer was lost is still resent 29 days later, and the
+// v2 simulator still knows its key: two requests are one when they
+// "occur within 30 days of each other"
+// (https://docs.stripe.com/api-v2-overview#idempotency). One payment.
+// Under dialect.Stripe (v1, 24 h) the same intent is not resent a day on.
+func TestStripeV2Simulator_ResentWithinThirtyDays(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		sim     string
+		d       func() dialect.Dialect
+		wait    time.Duration
+		resends bool
+	}{
+		{"v2 after 29 days", "stripe-v2", dialect.StripeV2, 29 * 24 * time.Hour, true},
+		{"v1 after 25 hours", "stripe", dialect.Stripe, 25 * time.Hour, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newTestClock()
+			srv := idemtest.NewServer(t, idemtest.WithDialect(tt.sim), idemtest.WithClock(clock.Now))
+			store := keystore.NewMemory()
+			first := newTestClient(t, WithStore(nopCloseStore{store}), WithDialect(tt.d()), withClock(clock.Now), WithMaxAttempts(1))
+			srv.LoseNextResponses(1)
+			in := begin(t, first, "stripe/month", paymentRequest(t, srv.URL, 100, "stripe-month"))
+			_, err := first.Do(context.Background(), in)
+			require.ErrorIs(t, err, ErrOutcomeUnknown)
+			require.Equal(t, 1, srv.PaymentCount())
+
+			clock.Advance(tt.wait)
+			later := newTestClient(t, WithStore(nopCloseStore{store}), WithDialect(tt.d()), withClock(clock.Now),
+				WithRequestEditor(bearer(testToken)))
+			again, err := later.Resume(context.Background(), in.Key)
+			require.NoError(t, err)
+			resp, err := later.Do(context.Background(), again)
+			if !tt.resends {
+				require.ErrorIs(t, err, ErrKeyExpired)
+				assert.Equal(t, 1, srv.Requests(), "not resent")
+				assert.Equal(t, 1, srv.PaymentCount())
+				return
+			}
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			assert.Equal(t, http.StatusCreated, resp.StatusCode)
+			assert.Equal(t, Succeeded, again.State)
+			assert.Equal(t, 2, srv.Requests(), "resent once, answered from the key")
+			assert.Equal(t, 1, srv.PaymentCount())
+		})
+	}
+}
