@@ -26,9 +26,14 @@ type dialectRules struct {
 var documentedRules = map[string]dialectRules{
 	"draft":  {requireKey: true, fingerprints: true},
 	"stripe": {requireKey: false, fingerprints: true},
-	"adyen":  {requireKey: false, fingerprints: false},
-	"paypal": {requireKey: false, fingerprints: false, replayOK200: true},
-	"square": {requireKey: true, fingerprints: true},
+	// "If no key is provided, Stripe automatically generates a UUID for
+	// you" (https://docs.stripe.com/api-v2-overview#idempotency); a
+	// changed payload under a used key is an idempotency_error
+	// (https://docs.stripe.com/api/idempotent_requests).
+	"stripe-v2": {requireKey: false, fingerprints: true},
+	"adyen":     {requireKey: false, fingerprints: false},
+	"paypal":    {requireKey: false, fingerprints: false, replayOK200: true},
+	"square":    {requireKey: true, fingerprints: true},
 }
 
 // lookupDialect returns the dialect to grade against: Draft for "" and

@@ -72,7 +72,7 @@ type Dialect struct {
 // name. A function rather than a table so that each provider's file
 // defines its own value and no package-level initialisation order matters.
 func builtinDialects() []Dialect {
-	return []Dialect{adyenDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect()}
+	return []Dialect{adyenDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect(), stripeV2Dialect()}
 }
 
 // DialectNames returns the names LookupDialect accepts, sorted.
