@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/gofiber/fiber/v2 v2.52.15
-	github.com/idemkit/idem v0.0.0-00010101000000-000000000000
+	github.com/idemkit/idem v0.0.0
 )
 
 require (

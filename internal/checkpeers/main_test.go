@@ -2,6 +2,7 @@ package checkpeers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,7 +30,12 @@ func run(m *testing.M) int {
 	idemBinary = filepath.Join(dir, "idem")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", idemBinary, "./cmd/idem")
+	goTool, err := goCommand()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	build := exec.CommandContext(ctx, goTool, "build", "-o", idemBinary, "./cmd/idem")
 	build.Dir = filepath.Join("..", "..") // the main module
 	build.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -37,4 +43,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// goCommand finds the go command: on PATH, or else in $GOROOT/bin.
+func goCommand() (string, error) {
+	if path, err := exec.LookPath("go"); err == nil {
+		return path, nil
+	}
+	if root := os.Getenv("GOROOT"); root != "" {
+		if path, err := exec.LookPath(filepath.Join(root, "bin", "go")); err == nil {
+			return path, nil
+		}
+	}
+	return "", errors.New("no go command on PATH or in $GOROOT: the tests build the idem command with it")
 }

@@ -24,7 +24,23 @@ const KeyHeader = "Idempotency-Key"
 
 // New returns the app over book.
 func New(book *ledger.Book) *fiber.App {
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app := fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		// Fiber's own error handler answers every returned error; the
+		// book only records how (router.go:170-173 calls it).
+		ErrorHandler: func(c *fiber.Ctx, err error) error {
+			herr := fiber.DefaultErrorHandler(c, err)
+			recordAnswer(c, book)
+			return herr
+		},
+	})
+	app.Use(func(c *fiber.Ctx) error {
+		err := c.Next()
+		if err == nil {
+			recordAnswer(c, book)
+		}
+		return err
+	})
 	app.Use(principal)
 	// Every other setting is the middleware's default: keys of 36
 	// characters, in-memory storage and lock, all response headers kept,
@@ -45,6 +61,14 @@ func New(book *ledger.Book) *fiber.App {
 	return app
 }
 
+// recordAnswer records in the book how an answer of the guarded
+// operation is sent, replays included.
+func recordAnswer(c *fiber.Ctx, book *ledger.Book) {
+	if c.Method() == fiber.MethodPost && c.Path() == "/v1/payments" {
+		book.Answered(c.Response().StatusCode(), string(c.Response().Header.ContentType()))
+	}
+}
+
 // principal refuses a request without a bearer token.
 func principal(c *fiber.Ctx) error {
 	if caller(c) == "" {
@@ -53,8 +77,10 @@ func principal(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// caller is the bearer token, copied: Fiber's strings point into a
+// buffer it reuses once the request is done.
 func caller(c *fiber.Ctx) string {
-	token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	token, ok := strings.CutPrefix(utils.CopyString(c.Get(fiber.HeaderAuthorization)), "Bearer ")
 	if !ok {
 		return ""
 	}
@@ -64,12 +90,12 @@ func caller(c *fiber.Ctx) string {
 // create executes the payment. Its answers, errors included, are written
 // here and returned as nil, as Fiber's handlers commonly do; the
 // middleware then stores them all (an error returned instead would skip
-// storing, middleware/idempotency/idempotency.go:236-239).
+// storing, middleware/idempotency/idempotency.go:111-114).
 func create(c *fiber.Ctx, book *ledger.Book) error {
 	if d := ledger.Delay(c.Get(ledger.DelayHeader)); d > 0 {
 		time.Sleep(d)
 	}
-	p, err := book.Create(caller(c), c.Get(KeyHeader), append([]byte(nil), c.Body()...))
+	p, err := book.Create(caller(c), utils.CopyString(c.Get(KeyHeader)), append([]byte(nil), c.Body()...))
 	if errors.Is(err, ledger.ErrInvalidPayment) {
 		return problem(c, fiber.StatusBadRequest, err.Error())
 	}
