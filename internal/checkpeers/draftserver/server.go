@@ -104,8 +104,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		// header, the resource SHOULD reply with an HTTP 400 status code
 		// with body containing a link pointing to relevant
 		// documentation." This operation is documented (SpecPath) as
-		// requiring it. A value that is not a String fails RFC 8941
-		// parsing, and RFC 8941 §4.2 then treats the field as absent.
+		// requiring it. A value that is not a String fails parsing, and
+		// RFC 8941 §2: "When parsing fails, the entire field is ignored
+		// (see Section 4.2)": such a key is a missing one.
 		writeProblem(w, http.StatusBadRequest, "missing-key",
 			"This operation requires an Idempotency-Key header whose value is a Structured Field String, such as \"8e03978e-40d5-43e8-bc93-6894a57f9324\".")
 		return
@@ -132,6 +133,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		// idempotency key with a different request payload, the
 		// resource SHOULD reply with a HTTP 422 status code with body
 		// containing a link pointing to relevant documentation."
+		// And: "Clients MUST correct the requests (with the exception of
+		// 409 where no correction is required) before performing a retry
+		// operation, or the resource MUST fail the request and return one
+		// of the above errors." An uncorrected retry meets this branch
+		// (or the missing key's) again.
 		writeProblem(w, http.StatusUnprocessableEntity, "key-reused",
 			"This Idempotency-Key was used with another request payload; use a new key for a new request.")
 		return

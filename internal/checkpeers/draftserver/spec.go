@@ -7,7 +7,12 @@ import "net/http"
 //
 // draft-07 §2.5: "Resources MUST publish a idempotency related
 // specification. This specification MUST include expiration related
-// policy if applicable."
+// policy if applicable." §2.2: "Uniqueness of the key MUST be defined by
+// the resource owner and MUST be implemented by the clients of the
+// resource." §5 recommends to "Establish a fixed format for the
+// idempotency key and publish the key’s specification" and to "Always
+// validate the key as per its published specification before processing
+// any request": the format is a String, validated by parseKey.
 const Spec = `Idempotency of POST /v1/payments
 
 - Every request requires an Idempotency-Key header whose value is a
