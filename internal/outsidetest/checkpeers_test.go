@@ -11,5 +11,5 @@ import (
 // each server's code. The bound covers the first build of Fiber and of
 // the idem command.
 func TestCheckPeers(t *testing.T) {
-	runNestedModule(t, "checkpeers", "the idem check peer tests", 6*time.Minute)
+	runNestedModule(t, "checkpeers", "the idem check peer tests", 9*time.Minute)
 }
