@@ -78,10 +78,18 @@ func (c *conformanceConfig) repeats(e, want exchange) bool {
 	return e.sameAnswer(want)
 }
 
-// keyHeader sets the key header lines of a header dialect.
-func (c *conformanceConfig) keyHeader(req *http.Request, keys []string) {
+// keyHeader sets the key header lines of a header dialect: valid keys in
+// the run's key form, raw ones exactly as given.
+func (c *conformanceConfig) keyHeader(req *http.Request, keys []string, raw bool) {
 	if keys == nil || c.dialect.KeyHeader == "" {
 		return
+	}
+	if c.quoted && !raw {
+		quoted := make([]string, len(keys))
+		for i, k := range keys {
+			quoted[i] = dialect.QuoteKey(k)
+		}
+		keys = quoted
 	}
 	// Set directly so that an empty value and repeated lines are sent
 	// exactly as given.
