@@ -66,13 +66,17 @@ type Dialect struct {
 	// problemAs, when set, turns every problem document of the API into
 	// the provider's error document for the problem's status.
 	problemAs func(status int, p Problem) any
+	// wrapAPI, when set, wraps the whole API (admin paths included, which
+	// it must pass through untouched): for what a provider adds to every
+	// answer, such as a request id.
+	wrapAPI func(http.Handler) http.Handler
 }
 
 // builtinDialects returns every dialect the server speaks, sorted by
 // name. A function rather than a table so that each provider's file
 // defines its own value and no package-level initialisation order matters.
 func builtinDialects() []Dialect {
-	return []Dialect{adyenDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect()}
+	return []Dialect{adyenDialect(), checkoutDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect()}
 }
 
 // DialectNames returns the names LookupDialect accepts, sorted.

@@ -332,6 +332,9 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	if dialect.problemAs != nil {
 		h = reshapeProblems(h, dialect.problemAs)
 	}
+	if dialect.wrapAPI != nil {
+		h = dialect.wrapAPI(h)
+	}
 	return h
 }
 
