@@ -41,6 +41,8 @@ func TestCheckoutSimulator_LostAnswerIsReplayed(t *testing.T) {
 	body := readBody(t, resp)
 	assert.Equal(t, http.StatusCreated, resp.StatusCode)
 	assert.Contains(t, body, `"id":"pay_`)
+	assert.Equal(t, dialect.OperationSucceeded, dialect.Checkout().OperationStatus([]byte(body)),
+		"the dialect reads the simulator's payment as Checkout.com's: %s", body)
 	assert.NotEmpty(t, resp.Header.Get("Cko-Request-Id"))
 	assert.Equal(t, Succeeded, in.State)
 	assert.Equal(t, 2, in.Attempts)

@@ -97,8 +97,10 @@ func checkoutDialect() Dialect {
 		storeUnavailable: func(w http.ResponseWriter) { writeEmpty(w, http.StatusServiceUnavailable) },
 		// "Subsequent requests with the same key will return the same HTTP
 		// status code and response body": nothing marks a replay.
-		replayed: noReplayMarker,
-		wrapAPI:  checkoutAPI,
+		replayed:     noReplayMarker,
+		wrapAPI:      checkoutAPI,
+		paymentDoc:   checkoutPaymentDoc,
+		objectFields: checkoutObjectFields,
 	}
 }
 
@@ -157,14 +159,14 @@ func writeCheckoutProblem(w http.ResponseWriter, status int, p Problem) {
 // checkoutErrorCode names what a validation problem found wrong, in the
 // form of Checkout.com's error codes, "<field>_required" and
 // "<field>_invalid" (payment_source_required in the API reference;
-// amount_required in checkout-sdk-go's apm/klarna tests). amount, currency
-// and reference are fields of Checkout.com's payment request
+// amount_required in checkout-sdk-go's apm/klarna tests). amount, currency,
+// reference and source are fields of Checkout.com's payment request
 // (https://www.checkout.com/docs/payments/accept-payments/request-a-card-payment);
 // a problem about none of them is chosen to be request_body_invalid.
 func checkoutErrorCode(p Problem) string {
 	field, rest, _ := strings.Cut(p.Detail, " ")
 	switch field {
-	case "amount", "currency", "reference":
+	case "amount", "currency", "reference", "source":
 		if strings.HasPrefix(rest, "is required") {
 			return field + "_required"
 		}

@@ -1,8 +1,10 @@
 package testserver_test
 
 import (
+	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,4 +102,53 @@ func TestCheckout_AdminKeepsItsProblems(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	assert.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
 	assert.Empty(t, resp.Header.Get("Cko-Request-Id"), "the admin API is not Checkout.com's")
+}
+
+// POST /payments answers Checkout.com's payment document, and takes its
+// source member; GET shows the same document.
+func TestCheckout_PaymentDocument(t *testing.T) {
+	t.Parallel()
+	s := startCheckout(t)
+	created := s.payBody(t, "74f18c1e-e797-4794-9cc5-f0bd4d771e93",
+		`{"source":{"type":"token","token":"tok_4gzeau5o2uqubbk6fufs3m7p54"},"amount":6500,"currency":"USD","reference":"ORD-5023-4E89"}`)
+	doc := created.json(t, http.StatusCreated)
+	id, _ := doc["id"].(string)
+	require.Regexp(t, `^pay_[a-z2-7]{24}$`, id)
+	assert.Equal(t, "act_"+strings.TrimPrefix(id, "pay_"), doc["action_id"])
+	assert.EqualValues(t, 6500, doc["amount"])
+	assert.Equal(t, "USD", doc["currency"])
+	assert.Equal(t, true, doc["approved"])
+	assert.Equal(t, "Authorized", doc["status"])
+	assert.Equal(t, "10000", doc["response_code"])
+	assert.Equal(t, "Approved", doc["response_summary"])
+	assert.Equal(t, "ORD-5023-4E89", doc["reference"])
+	assert.NotEmpty(t, doc["processed_on"])
+
+	got, err := http.Get(s.url + "/v1/payments/" + id)
+	require.NoError(t, err)
+	gb, err := io.ReadAll(got.Body)
+	got.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, got.StatusCode)
+	assert.JSONEq(t, created.body, string(gb))
+
+	// A source that is not an object is Checkout.com's validation error.
+	bad := s.payBody(t, "cko-src", `{"source":"tok_x","amount":100,"currency":"USD"}`)
+	e := bad.json(t, http.StatusUnprocessableEntity)
+	assert.Equal(t, []any{"source_invalid"}, e["error_codes"])
+}
+
+// payBody posts body under the Cko-Idempotency-Key key.
+func (s *dialectServer) payBody(t *testing.T, key, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url+"/v1/payments", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Cko-Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return answer{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }

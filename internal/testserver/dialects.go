@@ -55,6 +55,14 @@ type Dialect struct {
 	// formBodies makes the API take application/x-www-form-urlencoded
 	// bodies as well as JSON, as the provider's API does.
 	formBodies bool
+	// paymentDoc shapes a payment as the provider's API shows it, in the
+	// answer to its creation and to GET /v1/payments/{id}; nil shows the
+	// reference API's Payment. The list keeps the reference API's shape.
+	paymentDoc func(Payment) any
+	// objectFields are members of the provider's payment request that the
+	// reference API has no use for: accepted when they hold a JSON object,
+	// and otherwise ignored (Checkout.com's source).
+	objectFields []string
 
 	missingKey       func(w http.ResponseWriter, err error)
 	invalidKey       func(w http.ResponseWriter, err error)
