@@ -43,7 +43,7 @@ const CheckoutMaxKeyLength = 36
 // 4xx or 5xxx response code, no idempotent result is saved and the payment
 // is reattempted" (https://www.checkout.com/docs/payments/manage-payments/idempotency).
 // A resend after a 4xx or 5xx therefore runs again, so the key does not
-// make it safe; see CheckoutClassify for what each answer means.
+// make it safe; see checkoutClassify for what each answer means.
 //
 // Not confirmed by any Checkout.com page, and so not relied on: what a key
 // sent again with another body gets (the page compares nothing but the key,
@@ -63,7 +63,7 @@ func Checkout() Dialect {
 		// status code and response body as the original request" (same
 		// page): no header marks a replay.
 		ReplayHeader:    "",
-		Classify:        CheckoutClassify,
+		Classify:        checkoutClassify,
 		OperationStatus: checkoutOperationStatus,
 		// "To use an API key in your request, you should provide it in the
 		// Authorization header with the Bearer Prefix."
@@ -75,37 +75,43 @@ func Checkout() Dialect {
 	}
 }
 
-// CheckoutClassify judges an answer by Checkout.com's rules, which keep
+// checkoutClassify judges an answer by Checkout.com's rules, which keep
 // only 2xx answers:
 //
 //   - 2xx (and 3xx): as DraftClassify. A 2xx is kept and replayed to every
 //     resend within the retention, so it is the request's final answer.
 //   - 409: InProgress. "If we detect concurrent requests with the same
 //     idempotency key, only one request is processed and the other
-//     requests return" 409 "Conflict with another request being processed"
-//     (the idempotency page and the support article in Docs); "We
-//     recommend waiting at least 30 seconds before you reattempt a
-//     request".
-//   - 429: RetryNotExecuted. "When you hit a rate limit you will receive a
-//     HTTP 429 response. The request can then be safely retried."
-//     (https://www.checkout.com/docs/developer-resources/api/api-rate-limits);
-//     the support article: "The 429 – Too many requests response now only
-//     refers to rate limit issues."
-//   - Any 5xx: Unresolvable. It is not kept, so a resend with the same key
-//     runs the payment again, and no page says a 5xx answer means nothing
-//     was executed: the key cannot make the resend safe. The intent stays
+//     requests return" a 409
+//     (https://www.checkout.com/docs/payments/manage-payments/idempotency),
+//     "409 – Conflict with another request being processed", which
+//     replaced 429
+//     (https://support.checkout.com/hc/en-us/articles/24570669653010-Why-did-I-receive-a-409-HTTP-response-to-my-idempotent-API-request-instead-of-429);
+//     "We recommend waiting at least 30 seconds before you reattempt a
+//     request" (the idempotency page).
+//   - 429: RetryNotExecuted. "If you receive a 429 HTTP response, you may
+//     be experiencing rate limiting", "we recommend that you implement an
+//     automated retry mechanism for 429 responses"
+//     (https://www.checkout.com/docs/developer-resources/api/api-rate-limits,
+//     June 18, 2025; its earlier text: "The request can then be safely
+//     retried"); the support article: "The 429 – Too many requests
+//     response now only refers to rate limit issues."
+//   - Any 5xx: Unresolvable. "If the original request returns a 4xx or
+//     5xxx response code, no idempotent result is saved and the payment is
+//     reattempted" (the idempotency page): a resend with the same key runs
+//     the payment again, and no page says a 5xx answer means nothing was
+//     executed, so the key cannot make the resend safe. The intent stays
 //     unsettled for a reconciliation (find the payment by its reference).
-//   - Any other 4xx: Refused. Not kept either: "If the original request
-//     could not be processed, an idempotent result will not be saved and
-//     the payment will be reattempted. For example, if there was a
-//     validation error." It says this request was not processed; it proves
-//     nothing about an earlier attempt whose answer was lost (that one may
-//     have ended in a 5xx after taking effect), so the client settles the
-//     intent as failed only when no earlier attempt may have taken effect.
+//   - Any other 4xx: Refused. Not kept either, "For example, if there was
+//     a validation error" (the sentence above goes on): this request was
+//     refused. It proves nothing about an earlier attempt whose answer was
+//     lost (that one may have ended in a 5xx after taking effect), so the
+//     client settles the intent as failed only when no earlier attempt may
+//     have taken effect.
 //
 // No answer is KeyReused or Rejected: Checkout.com documents no key-reuse
 // error and no answer that refuses the key itself.
-func CheckoutClassify(a Answer) Verdict {
+func checkoutClassify(a Answer) Verdict {
 	switch {
 	case a.Status < 400:
 		return DraftClassify(a)
