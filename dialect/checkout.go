@@ -15,8 +15,11 @@ const (
 	// instead of 429?"
 	checkoutConflictURL   = "https://support.checkout.com/hc/en-us/articles/24570669653010-Why-did-I-receive-a-409-HTTP-response-to-my-idempotent-API-request-instead-of-429"
 	checkoutRateLimitsURL = "https://www.checkout.com/docs/developer-resources/api/api-rate-limits"
-	checkoutCardPayURL    = "https://www.checkout.com/docs/payments/accept-payments/request-a-card-payment"
-	checkoutAPIKeysURL    = "https://www.checkout.com/docs/resources/api-authentication/api-keys"
+	// The idempotency page as of August 14, 2024, whose sentence on
+	// concurrent requests the support article updates.
+	checkoutIdempotency2024URL = "https://www.checkout.com/docs/developer-resources/api/idempotency"
+	checkoutCardPayURL         = "https://www.checkout.com/docs/payments/accept-payments/request-a-card-payment"
+	checkoutAPIKeysURL         = "https://www.checkout.com/docs/resources/api-authentication/api-keys"
 )
 
 // CheckoutRetention is how long Checkout.com keeps a key by default: "By
@@ -70,8 +73,8 @@ func Checkout() Dialect {
 		// (https://www.checkout.com/docs/resources/api-authentication/api-keys):
 		// secret by default anyway, listed as the page documents it.
 		SecretHeaders: []string{"Authorization"},
-		Docs: []string{checkoutIdempotencyURL, checkoutConflictURL, checkoutRateLimitsURL,
-			checkoutCardPayURL, checkoutAPIKeysURL},
+		Docs: []string{checkoutIdempotencyURL, checkoutConflictURL, checkoutIdempotency2024URL,
+			checkoutRateLimitsURL, checkoutCardPayURL, checkoutAPIKeysURL},
 	}
 }
 
@@ -81,14 +84,15 @@ func Checkout() Dialect {
 //   - 2xx (and 3xx): as DraftClassify. A 2xx is kept and replayed to every
 //     resend within the retention, so it is the request's final answer.
 //   - 409: InProgress. "If we detect concurrent requests with the same
-//     idempotency key, only one request is processed and the other
-//     requests return" a 409
-//     (https://www.checkout.com/docs/payments/manage-payments/idempotency),
-//     "409 – Conflict with another request being processed", which
-//     replaced 429
-//     (https://support.checkout.com/hc/en-us/articles/24570669653010-Why-did-I-receive-a-409-HTTP-response-to-my-idempotent-API-request-instead-of-429);
-//     "We recommend waiting at least 30 seconds before you reattempt a
-//     request" (the idempotency page).
+//     idempotency key, only one request will be processed and the other
+//     requests will return a 429 Too many requests response. For example,
+//     if you automatically retry a payment after experiencing a network
+//     issue, while the original request is still being processed. We
+//     recommend waiting at least 30 seconds before you reattempt a
+//     request." (https://www.checkout.com/docs/developer-resources/api/idempotency,
+//     August 14, 2024); since then "this has been replaced with the 409 –
+//     Conflict with another request being processed HTTP response"
+//     (https://support.checkout.com/hc/en-us/articles/24570669653010-Why-did-I-receive-a-409-HTTP-response-to-my-idempotent-API-request-instead-of-429).
 //   - 429: RetryNotExecuted. "If you receive a 429 HTTP response, you may
 //     be experiencing rate limiting", "we recommend that you implement an
 //     automated retry mechanism for 429 responses"

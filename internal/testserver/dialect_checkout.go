@@ -88,8 +88,8 @@ func checkoutDialect() Dialect {
 		},
 		inProgress: checkoutInProgress,
 		// Reached only while the key's first request still runs (a
-		// completed key replays, see ReplayMismatch): "only one request is
-		// processed", the others get the in-progress answer.
+		// completed key replays, see ReplayMismatch): "only one request
+		// will be processed", the others get the in-progress answer.
 		keyReused: func(w http.ResponseWriter) { checkoutInProgress(w, 0) },
 		// Chosen: no page covers the idempotency store being down. A bare
 		// 503, which the Checkout client dialect cannot tell from a 5xx
@@ -106,7 +106,10 @@ func checkoutDialect() Dialect {
 
 // checkoutInProgress answers a duplicate of a request still running. "If
 // we detect concurrent requests with the same idempotency key, only one
-// request is processed and the other requests return" a 409: "Previously,
+// request will be processed and the other requests will return a 429 Too
+// many requests response"
+// (https://www.checkout.com/docs/developer-resources/api/idempotency,
+// August 14, 2024), now a 409: "Previously,
 // the Checkout.com API returned a 429 – Too many requests HTTP response for
 // duplicate idempotent requests. For this particular scenario, this has
 // been replaced with the 409 – Conflict with another request being
