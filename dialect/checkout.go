@@ -8,8 +8,8 @@ import (
 
 // Pages the Checkout.com rules come from.
 const (
-	// The "Idempotency" page (formerly "Retry a payment"), last updated
-	// January 7, 2026.
+	// The "Idempotency" page, last updated January 7, 2026 (also served at
+	// its former address, https://checkout.com/docs/payments/manage-payments/retry-a-payment).
 	checkoutIdempotencyURL = "https://www.checkout.com/docs/payments/manage-payments/idempotency"
 	// "Why did I receive a 409 HTTP response to my idempotent API request
 	// instead of 429?"
