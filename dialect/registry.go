@@ -9,6 +9,7 @@ import (
 // builtins are the shipped dialects by name.
 var builtins = map[string]func() Dialect{
 	"adyen":     Adyen,
+	"checkout":  Checkout,
 	"draft":     Draft,
 	"paypal":    PayPal,
 	"square":    Square,

@@ -34,6 +34,11 @@ var documentedRules = map[string]dialectRules{
 	"adyen":     {requireKey: false, fingerprints: false},
 	"paypal":    {requireKey: false, fingerprints: false, replayOK200: true},
 	"square":    {requireKey: true, fingerprints: true},
+	// Checkout.com: the key is optional and "Subsequent requests with the
+	// same key will return the same HTTP status code and response body as
+	// the original request"
+	// (https://www.checkout.com/docs/payments/manage-payments/idempotency).
+	"checkout": {requireKey: false, fingerprints: false},
 }
 
 // lookupDialect returns the dialect to grade against: Draft for "" and

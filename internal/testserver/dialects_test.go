@@ -159,6 +159,7 @@ var dialectCases = []dialectCase{
 			assert.Equal(t, "invalid_request_error", r.jsonAt(t, http.StatusBadRequest, "error")["type"])
 		},
 	},
+	checkoutCase,
 }
 
 func noReplayHeader(t *testing.T, r answer) {
@@ -390,7 +391,7 @@ func (c *badYearClock) now() time.Time {
 
 func TestDialects_Handler500(t *testing.T) {
 	t.Parallel()
-	for name, storedByDialect := range map[string]bool{"stripe": true, "stripe-v2": false, "paypal": false} {
+	for name, storedByDialect := range map[string]bool{"stripe": true, "stripe-v2": false, "paypal": false, "checkout": false} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var dc dialectCase
@@ -424,16 +425,16 @@ func TestServerDialect_UnknownNameListsTheKnownOnes(t *testing.T) {
 	_, err := testserver.New(testserver.WithServerDialect("braintree"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown dialect "braintree"`)
-	assert.Contains(t, err.Error(), "adyen, idem, paypal, square, stripe, stripe-v2")
+	assert.Contains(t, err.Error(), "adyen, checkout, idem, paypal, square, stripe, stripe-v2")
 	assert.NotContains(t, err.Error(), "\n")
-	assert.Equal(t, []string{"adyen", "idem", "paypal", "square", "stripe", "stripe-v2"}, testserver.DialectNames())
+	assert.Equal(t, []string{"adyen", "checkout", "idem", "paypal", "square", "stripe", "stripe-v2"}, testserver.DialectNames())
 }
 
 func TestServerDialect_RetentionDefaults(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]time.Duration{
 		"idem": testserver.DefaultRetention, "stripe": 24 * time.Hour, "stripe-v2": 30 * 24 * time.Hour, "paypal": 6 * time.Hour,
-		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention,
+		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention, "checkout": 24 * time.Hour,
 	} {
 		srv, err := testserver.New(testserver.WithServerDialect(name))
 		require.NoError(t, err)
