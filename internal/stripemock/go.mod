@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/idemkit/idem v0.0.0
 	github.com/stretchr/testify v1.12.1
+	github.com/stripe/stripe-go/v85 v85.0.0
 )
 
 require (

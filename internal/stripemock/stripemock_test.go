@@ -1,7 +1,6 @@
 package stripemock_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -22,112 +21,116 @@ import (
 	"github.com/idemkit/idem/internal/testenv"
 )
 
-// binDir holds the stripe-mock binary built once for this test binary's
-// run (see stripeMockBinary); TestMain removes it.
-var binDir string
-
+// TestMain stops the stripe-mock the tests shared, if one started, and
+// removes its binary and socket directory.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "stripemock-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stripemock tests: temp dir:", err)
-		os.Exit(1)
-	}
-	binDir = dir
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	if shared != nil {
+		shared.stop()
+	}
+	if sharedDir != "" {
+		_ = os.RemoveAll(sharedDir)
+	}
 	os.Exit(code)
 }
 
+// The stripe-mock every test uses, started by the first that asks. The
+// tests run one after another: each counts, in its log, the requests it
+// sent (see requests).
 var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
+	sharedOnce sync.Once
+	shared     *stripeMock
+	sharedDir  string
+	sharedErr  error
 )
 
-// stripeMockBinary builds stripe-mock at the version this module's go.mod
-// pins with its tool directive (go.sum holds its hash), once per run.
-func stripeMockBinary(t *testing.T) string {
-	t.Helper()
-	goTool := testenv.GoCommand(t, "build stripe-mock")
-	buildOnce.Do(func() {
-		// The first build compiles stripe-mock and its embedded OpenAPI
-		// spec; later runs take it from the build cache.
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		path := filepath.Join(binDir, "stripe-mock")
-		cmd := exec.CommandContext(ctx, goTool, "build", "-o", path, "github.com/stripe/stripe-mock")
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
-		cmd.WaitDelay = 10 * time.Second
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build github.com/stripe/stripe-mock: %v\n%s", err, out)
-			return
-		}
-		buildPath = path
-	})
-	require.NoError(t, buildErr)
-	return buildPath
-}
-
-// stripeMock is one stripe-mock process, listening on a loopback port
-// of its own, stopped when the test ends.
+// stripeMock is one stripe-mock process, listening on a loopback port.
 type stripeMock struct {
 	// URL is its HTTP base URL, http://127.0.0.1:port.
-	URL   string
-	log   *testenv.SyncBuffer
-	syncs atomic.Int64
+	URL    string
+	cmd    *exec.Cmd
+	log    *testenv.SyncBuffer
+	copied chan struct{} // closed when its output has been read to the end
+	syncs  atomic.Int64
 }
 
 // listening is the line stripe-mock prints once its HTTP listener is up
 // (main.go's getPortListener).
 var listening = regexp.MustCompile(`Listening for HTTP at address: (127\.0\.0\.1:\d+)`)
 
-// startStripeMock starts stripe-mock for the test and waits, bounded,
-// until it listens.
+// startStripeMock returns the shared stripe-mock, building and starting
+// it the first time.
 func startStripeMock(t *testing.T) *stripeMock {
 	t.Helper()
-	bin := stripeMockBinary(t)
+	goTool := testenv.GoCommand(t, "build stripe-mock")
+	sharedOnce.Do(func() {
+		sharedDir, sharedErr = os.MkdirTemp("", "stripemock-")
+		if sharedErr == nil {
+			shared, sharedErr = launchStripeMock(goTool, sharedDir)
+		}
+	})
+	require.NoError(t, sharedErr)
+	return shared
+}
+
+// launchStripeMock builds stripe-mock into dir at the version this
+// module's go.mod pins with its tool directive (go.sum holds its hash),
+// starts it, and waits, bounded, until it listens.
+func launchStripeMock(goTool, dir string) (*stripeMock, error) {
+	// The first build compiles stripe-mock and its embedded OpenAPI spec;
+	// later runs take it from the build cache.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "stripe-mock")
+	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, "github.com/stripe/stripe-mock")
+	build.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
+	build.WaitDelay = 10 * time.Second
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build github.com/stripe/stripe-mock: %v\n%s", err, out)
+	}
+
 	// -http-addr alone also opens HTTPS on the fixed port 12112
 	// (main.go's getNonSecureHTTPSListener only stands down for -http,
-	// -http-port, -http-unix and -port), which parallel runs would fight
-	// over; -http-port 0 listens on every interface. So HTTP goes to a
+	// -http-port, -http-unix and -port), which other runs would fight
+	// over, and -http-port 0 listens on every interface. So HTTP goes to a
 	// loopback port the system picks, HTTPS to a Unix socket nobody uses.
-	sockDir, err := os.MkdirTemp("", "stripemock-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-unix", filepath.Join(sockDir, "https.sock"))
+	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-unix", filepath.Join(dir, "https.sock"))
 	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	log := &testenv.SyncBuffer{}
-	cmd.Stderr = log
-	require.NoError(t, cmd.Start())
-	waited := make(chan struct{})
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-waited
-	})
-
-	addr := make(chan string, 1)
-	go func() {
-		defer close(waited)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = io.WriteString(log, line+"\n")
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	select {
-	case a := <-addr:
-		return &stripeMock{URL: "http://" + a, log: log}
-	case <-waited:
-		t.Fatalf("stripe-mock exited before listening:\n%s", log.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("stripe-mock did not listen within 30s:\n%s", log.String())
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	s := &stripeMock{cmd: cmd, log: &testenv.SyncBuffer{}, copied: make(chan struct{})}
+	cmd.Stderr = s.log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start stripe-mock: %w", err)
+	}
+	go func() {
+		defer close(s.copied)
+		_, _ = io.Copy(s.log, stdout)
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		if m := listening.FindStringSubmatch(s.log.String()); m != nil {
+			s.URL = "http://" + m[1]
+			return s, nil
+		}
+		select {
+		case <-s.copied:
+			s.stop()
+			return nil, fmt.Errorf("stripe-mock exited before listening:\n%s", s.log.String())
+		case <-deadline:
+			s.stop()
+			return nil, fmt.Errorf("stripe-mock did not listen within 30s:\n%s", s.log.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// stop kills stripe-mock and waits for it.
+func (s *stripeMock) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.copied
+	_ = s.cmd.Wait()
 }
 
 // requests counts the requests for method and path stripe-mock has
