@@ -95,6 +95,8 @@ func launchStripeMock(goTool, dir string) (*stripeMock, error) {
 	// over, and -http-port 0 listens on every interface. So HTTP goes to a
 	// loopback port the system picks, HTTPS to a Unix socket nobody uses.
 	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-unix", filepath.Join(dir, "https.sock"))
+	// A test binary killed before TestMain stops it takes it along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
