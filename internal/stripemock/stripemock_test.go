@@ -164,7 +164,7 @@ func (s *stripeMock) sync(t *testing.T) {
 	req, err := http.NewRequest(http.MethodGet, s.URL+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+apiKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "stripe-mock knows no %s", path)
