@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,7 +95,7 @@ func stripeGo(t *testing.T, baseURL string) (*stripe.Client, *recorder, *retryLo
 	t.Cleanup(rec.transport.CloseIdleConnections)
 	backend := stripe.GetBackendWithConfig(stripe.APIBackend, &stripe.BackendConfig{
 		URL:               stripe.String(baseURL),
-		HTTPClient:        &http.Client{Transport: rec},
+		HTTPClient:        &http.Client{Transport: rec, Timeout: 30 * time.Second},
 		MaxNetworkRetries: stripe.Int64(2),
 		LeveledLogger:     log,
 		EnableTelemetry:   stripe.Bool(false),
