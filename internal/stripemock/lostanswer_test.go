@@ -36,8 +36,9 @@ func droppedAfterKey(t *testing.T, mock *stripeMock, key string) *testenv.AckDro
 //
 // stripe-mock has no idempotency layer (server.go: "We don't do anything
 // with the idempotency key for now, but reflect it back"), so the resend
-// is a second execution: it logs two creates, and its answer is a new
-// PaymentIntent, not marked Idempotent-Replayed. idem records exactly what
+// is a second execution: it logs two creates (each under a fresh id,
+// generator.go's randomID), and its answer is not marked
+// Idempotent-Replayed. idem records exactly what
 // it was told (Succeeded, two attempts, that answer, not a replay). What
 // this proves is idem's side: the same key on the resend, and an answer
 // stored as it came. What it cannot prove is the provider's side: that
