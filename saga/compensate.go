@@ -127,6 +127,8 @@ func (r *Run) settledStep(ctx context.Context, e *stepEntry) (*http.Response, st
 	// polled with their key, in case the provider answers now.
 	resp, err := r.s.client.Do(ctx, in)
 	switch {
+	case err == nil && !in.State.Settled():
+		return nil, "", r.stillRunning(e.Name, e.Key, false, in)
 	case err == nil:
 		return resp, "", nil
 	case in.State == idem.Failed && errors.Is(err, idem.ErrFinalFailure):
@@ -140,17 +142,23 @@ func (r *Run) compensate(ctx context.Context, e *stepEntry, resp *http.Response)
 	needsOperator := func(err error) error {
 		return &NeedsOperatorError{Run: r.ID(), Step: e.Name, Key: e.CompensationKey, Err: err}
 	}
-	if in, err := r.s.client.Resume(ctx, e.CompensationKey); err == nil {
-		switch in.State {
-		case idem.Succeeded:
-			return resolvedCompensated, nil // made before a crash: nothing to send
-		case idem.Failed, idem.Expired:
-			return "", needsOperator(fmt.Errorf("the compensation's intent is %s: %s", in.State, in.LastError))
-		}
-	} else if !errors.Is(err, keystore.ErrNotFound) {
+	begun, err := r.s.client.Resume(ctx, e.CompensationKey)
+	switch {
+	case errors.Is(err, keystore.ErrNotFound):
+		begun = nil
+	case err != nil:
 		return "", err
+	case begun.State == idem.Succeeded:
+		return resolvedCompensated, nil // made before a crash: nothing to send
+	case begun.State == idem.Failed, begun.State == idem.Expired:
+		return "", needsOperator(fmt.Errorf("the compensation's intent is %s: %s", begun.State, begun.LastError))
 	}
 	fn := r.undo[e.Name].compensate
+	if fn == nil && begun != nil {
+		// Begun by a process that died: its request is stored, and the
+		// client may give its credentials back (WithRequestEditor).
+		return r.sendCompensation(ctx, e, begun)
+	}
 	if fn == nil {
 		return "", fmt.Errorf("%w: run %q step %q", ErrCompensationMissing, r.ID(), e.Name)
 	}
@@ -168,8 +176,19 @@ func (r *Run) compensate(ctx context.Context, e *stepEntry, resp *http.Response)
 	if err != nil {
 		return "", err
 	}
-	_, err = r.s.client.Do(ctx, in)
+	return r.sendCompensation(ctx, e, in)
+}
+
+// sendCompensation sends (or replays, or polls) a step's compensation
+// intent and says what its outcome means for the run.
+func (r *Run) sendCompensation(ctx context.Context, e *stepEntry, in *idem.Intent) (string, error) {
+	needsOperator := func(err error) error {
+		return &NeedsOperatorError{Run: r.ID(), Step: e.Name, Key: e.CompensationKey, Err: err}
+	}
+	_, err := r.s.client.Do(ctx, in)
 	switch {
+	case err == nil && !in.State.Settled():
+		return "", r.stillRunning(e.Name, e.CompensationKey, true, in)
 	case err == nil:
 		return resolvedCompensated, nil
 	case errors.Is(err, idem.ErrKeyExpired), errors.Is(err, idem.ErrKeyReused), errors.Is(err, idem.ErrFinalFailure):

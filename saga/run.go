@@ -150,7 +150,18 @@ func (r *Run) Step(ctx context.Context, name string, req *http.Request, opts ...
 		return nil, err
 	}
 	resp, err := r.s.client.Do(ctx, in)
+	if err == nil && !in.State.Settled() {
+		return resp, r.stillRunning(name, key, false, in)
+	}
 	return resp, r.stepError(name, key, false, err)
+}
+
+// stillRunning is the error of a step (or compensation) the provider
+// accepted (202) whose operation has not been seen final: not passed,
+// not undone, until a later call polls it to its outcome.
+func (r *Run) stillRunning(name, key string, compensation bool, in *idem.Intent) error {
+	return &StepUnknownError{Run: r.ID(), Step: name, Compensation: compensation, Key: key,
+		Err: fmt.Errorf("its intent is %s: the provider's operation has not been seen final yet", in.State)}
 }
 
 // sameStep refuses a step called again under name with another kind,

@@ -1,0 +1,135 @@
+package saga_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/saga"
+)
+
+// A step the provider accepted (202) whose operation is still running is
+// not passed: Step and Complete report it until a later call polls it to
+// its outcome.
+func TestAcceptedStepWaitsForItsOperation(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	srv := idemtest.NewServer(t, idemtest.WithClock(clock), idemtest.WithPayoutDelay(time.Hour))
+	s, _, _ := newSaga(t, idem.WithPolling(5*time.Millisecond, 30*time.Millisecond), idem.WithRetryAfterCeiling(5*time.Millisecond))
+	r, err := s.Run(bg, "payout-1")
+	require.NoError(t, err)
+	payout := func() *http.Request {
+		req := payment(t, srv.URL, 700, "payout-1")
+		req.URL.Path = "/v1/payouts"
+		return req
+	}
+	resp, err := r.Step(bg, "payout", payout())
+	var unknown *saga.StepUnknownError
+	require.ErrorAs(t, err, &unknown)
+	assert.Contains(t, unknown.Error(), "accepted")
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	require.ErrorIs(t, r.Complete(bg), saga.ErrStepUnknown)
+
+	mu.Lock()
+	now = now.Add(2 * time.Hour) // the payout settles
+	mu.Unlock()
+	resp, err = r.Step(bg, "payout", payout())
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, r.Complete(bg))
+}
+
+// Two processes driving one run: the second writer's change is refused,
+// never merged.
+func TestConcurrentWriterIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	s, _, _ := newSaga(t)
+	a, err := s.Run(bg, "order-9")
+	require.NoError(t, err)
+	b, err := s.Resume(bg, "order-9")
+	require.NoError(t, err)
+	_, err = a.Step(bg, "charge", payment(t, srv.URL, 1000, "charge-order-9"))
+	require.NoError(t, err)
+	_, err = b.Step(bg, "ship", payment(t, srv.URL, 500, "ship-order-9"))
+	require.ErrorIs(t, err, saga.ErrRunChanged)
+	assert.Zero(t, effects(srv, "ship-order-9"), "the refused writer sent nothing")
+	require.ErrorIs(t, b.Complete(bg), saga.ErrRunChanged)
+	require.NoError(t, a.Complete(bg))
+}
+
+// The process dies with a compensation begun and not settled: a process
+// that did not call the step again still sends it, from the stored
+// request, with the credentials its client gives back; a step whose
+// compensation this process does not know and which was never begun is
+// ErrCompensationMissing.
+func TestCompensationAfterRestart(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	s, c, path := newSaga(t, idem.WithMaxAttempts(1))
+	r, err := s.Run(bg, "order-10")
+	require.NoError(t, err)
+	_, err = r.Step(bg, "charge", payment(t, srv.URL, 1000, "charge-order-10"), saga.Compensate(refund(srv.URL)))
+	require.NoError(t, err)
+	_, err = r.Step(bg, "hold", payment(t, srv.URL, 300, "hold-order-10"), saga.Compensate(refund(srv.URL)))
+	require.NoError(t, err)
+	srv.ResetNext(1) // the refund of the hold is begun, and its attempt reset
+	err = r.Fail(bg, errors.New("cancelled"))
+	require.ErrorIs(t, err, saga.ErrStepUnknown)
+	require.NoError(t, c.Close())
+
+	token := func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		return nil
+	}
+	c2 := boltClient(t, path, idem.WithRequestEditor(token))
+	s2, err := saga.New(c2)
+	require.NoError(t, err)
+	r2, err := s2.Resume(bg, "order-10")
+	require.NoError(t, err)
+	assert.Equal(t, saga.Compensating, r2.State())
+	err = r2.Fail(bg, nil)
+	require.ErrorIs(t, err, saga.ErrCompensationMissing, "the charge's refund was never begun, and no step call gave it")
+	assert.Equal(t, 1, effects(srv, "refund-hold-order-10"), "the begun refund went out from its stored request")
+	assert.Zero(t, effects(srv, "refund-charge-order-10"))
+
+	_, err = r2.Step(bg, "charge", payment(t, srv.URL, 1000, "charge-order-10"), saga.Compensate(refund(srv.URL)))
+	require.NoError(t, err, "the step replays, and gives its compensation")
+	require.NoError(t, r2.Fail(bg, nil))
+	assert.Equal(t, saga.Compensated, r2.State())
+	assert.Equal(t, 1, effects(srv, "refund-charge-order-10"))
+	assert.Equal(t, 1, effects(srv, "refund-hold-order-10"))
+	info, err := s2.Show(bg, "order-10")
+	require.NoError(t, err)
+	assert.Equal(t, "cancelled", info.Cause)
+	for _, st := range info.Steps {
+		assert.Equal(t, "compensated", st.Resolution, st.Name)
+	}
+}
+
+// Errors say what to do, and carry the run and step.
+func TestErrorsNameRunAndStep(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		&saga.StepUnknownError{Run: "r", Step: "s", Key: "k", Err: idem.ErrOutcomeUnknown},
+		&saga.StepConflictError{Run: "r", Step: "s", Reason: "changed"},
+		&saga.NeedsOperatorError{Run: "r", Step: "s"},
+		&saga.RunStateError{Run: "r", State: saga.Compensating, Op: "step", Step: "s"},
+	} {
+		assert.True(t, strings.Contains(err.Error(), `"r"`) && strings.Contains(err.Error(), `"s"`), err.Error())
+		assert.NotContains(t, err.Error(), "%!")
+	}
+	require.ErrorIs(t, &saga.StepUnknownError{Err: idem.ErrOutcomeUnknown}, idem.ErrOutcomeUnknown)
+}
