@@ -58,7 +58,7 @@ func decodeRun(id string, data []byte) (*Run, error) {
 // PutRun implements RunKeeper: the version check reads the stored run in
 // the write transaction itself, and the write is durable on return.
 func (b *Bolt) PutRun(ctx context.Context, r *Run) error {
-	if err := checkRun(ctx, r); err != nil {
+	if err := CheckRun(ctx, r); err != nil {
 		return err
 	}
 	release, err := b.enter()

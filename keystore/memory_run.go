@@ -9,7 +9,7 @@ var _ RunKeeper = (*Memory)(nil)
 
 // PutRun implements RunKeeper.
 func (m *Memory) PutRun(ctx context.Context, r *Run) error {
-	if err := checkRun(ctx, r); err != nil {
+	if err := CheckRun(ctx, r); err != nil {
 		return err
 	}
 	m.mu.Lock()

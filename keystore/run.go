@@ -63,8 +63,9 @@ type RunKeeper interface {
 	ListRuns(ctx context.Context) ([]*Run, error)
 }
 
-// checkRun refuses a run no store may write.
-func checkRun(ctx context.Context, r *Run) error {
+// CheckRun refuses a run no store may write (nil, no id, version 0), and
+// a done ctx: every RunKeeper checks a run with it before writing it.
+func CheckRun(ctx context.Context, r *Run) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
