@@ -7,8 +7,8 @@
 // name (DeriveStepKey), so a crash, a resume in another process, or even
 // the loss of the keystore sends the same key again and the provider
 // deduplicates what is repeated. A run keeps a decision record in the same
-// keystore as its intents (keystore.RunKeeper: the bbolt file, or
-// memory): Running, then Completed, or Compensating and then Compensated,
+// keystore as its intents (keystore.RunKeeper: the bbolt file for one
+// process, Postgres for a fleet, or memory): Running, then Completed, or Compensating and then Compensated,
 // or NeedsOperator when a compensation cannot be proven.
 //
 // A program runs its steps in order, the same code on every resume:

@@ -54,7 +54,7 @@ func WithKeySecret(secret []byte) Option {
 }
 
 // New builds a Saga on client, whose keystore must keep runs
-// (keystore.RunKeeper: the bbolt and memory keystores do).
+// (keystore.RunKeeper: the bbolt, memory and Postgres keystores do).
 func New(client *idem.Client, opts ...Option) (*Saga, error) {
 	store := client.Keystore()
 	if store == nil {
