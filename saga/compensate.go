@@ -33,7 +33,11 @@ const (
 // resumed program calls its steps again (they replay) before Fail, so
 // their compensations are known (else ErrCompensationMissing).
 //
-// A completed run is not compensated (*RunStateError).
+// Fail is a decision to undo the run: call it for an error that means
+// the operation cannot go on (a refusal, ErrFinalFailure), not for one
+// that only means "later" (idem.ErrIntentBusy, idem.ErrStoreTimeout, a
+// context's end): then return, and run the same code again later. A
+// completed run is not compensated (*RunStateError).
 func (r *Run) Fail(ctx context.Context, cause error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -23,6 +23,8 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/testenv"
+	"github.com/idemkit/idem/keystore/pgkeystore"
 	"github.com/idemkit/idem/saga"
 )
 
@@ -35,6 +37,9 @@ const (
 	envCrashDB    = "IDEM_SAGA_CRASH_DB"
 	envCrashRun   = "IDEM_SAGA_CRASH_RUN"
 	envCrashFail  = "IDEM_SAGA_CRASH_FAIL"
+	// envCrashPGSchema, when set, makes the child keep its runs in that
+	// schema of IDEM_TEST_POSTGRES instead of the bbolt file.
+	envCrashPGSchema = "IDEM_SAGA_CRASH_PG_SCHEMA"
 	// envCrashRounds multiplies the rounds of TestCrashAtBoundaries (1
 	// by default: every boundary once, for a run that completes and one
 	// that compensates).
@@ -43,8 +48,10 @@ const (
 
 // crashWorkflow is the program both the child and the parent run: a
 // charge (refunded on failure), a local reservation, a shipment, then
-// Complete, or, with fail, a shipment the provider refuses and Fail.
-// mark announces each boundary before it is crossed.
+// Complete, or, with fail, a shipment the provider refuses and Fail. Only
+// a refusal fails the run; any other error (another worker holds a
+// step, the outcome is not known yet) is returned and the run goes on
+// later. mark announces each boundary before it is crossed.
 func crashWorkflow(ctx context.Context, r *saga.Run, url string, fail bool, mark func(string)) error {
 	mark("charge")
 	_, err := r.Step(ctx, "charge", mustReq(url, 1000, "charge-"+r.ID()), saga.Compensate(refund(url)))
@@ -61,18 +68,46 @@ func crashWorkflow(ctx context.Context, r *saga.Run, url string, fail bool, mark
 		_, err = r.Step(ctx, "ship", mustReq(url, amount, "ship-"+r.ID()), saga.Compensate(refund(url)))
 	}
 	mark("end")
-	if err != nil {
+	switch {
+	case errors.Is(err, idem.ErrFinalFailure):
 		return r.Fail(ctx, err)
+	case err != nil:
+		return err
 	}
 	return r.Complete(ctx)
 }
+
+// crashKeystore is where a crash round keeps its runs: a bbolt file, or
+// a Postgres schema (pgSchema non-empty) that the child and the parent
+// share as two workers of a fleet.
+type crashKeystore struct {
+	boltPath, pgSchema string
+}
+
+// client opens the keystore in a new client; a Postgres one claims with
+// a short lease, so the parent takes over the killed child's claims soon.
+func (k crashKeystore) client(t testing.TB, opts ...idem.Option) *idem.Client {
+	t.Helper()
+	if k.pgSchema == "" {
+		return boltClient(t, k.boltPath, opts...)
+	}
+	store, err := pgkeystore.Open(context.Background(), testenv.PostgresDSN(t), &pgkeystore.Options{Schema: k.pgSchema})
+	require.NoError(t, err)
+	c, err := idem.New(append(append(fastOptions(), idem.WithStore(store), idem.WithClaimLease(crashClaimLease)), opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// crashClaimLease is the lease of the Postgres crash rounds' claims.
+const crashClaimLease = 300 * time.Millisecond
 
 // TestCrashChild is the child's run; it does nothing in a normal run.
 func TestCrashChild(t *testing.T) {
 	if os.Getenv(envCrashChild) != "1" {
 		t.Skip("runs only as the child of TestCrashAtBoundaries")
 	}
-	c := boltClient(t, os.Getenv(envCrashDB))
+	c := crashKeystore{boltPath: os.Getenv(envCrashDB), pgSchema: os.Getenv(envCrashPGSchema)}.client(t)
 	s, err := saga.New(c)
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -112,6 +147,28 @@ func TestCrashAtBoundaries(t *testing.T) {
 		t.Skip("spawns child processes")
 	}
 	t.Parallel()
+	crashBoundaries(t, func(t *testing.T) crashKeystore {
+		return crashKeystore{boltPath: filepath.Join(t.TempDir(), "keys.db")}
+	})
+}
+
+// The same on the Postgres keystore, the child and the parent two
+// workers of a fleet: the parent takes up the killed child's runs once
+// its claims run out.
+func TestCrashAtBoundariesPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	t.Parallel()
+	dsn := testenv.PostgresDSN(t)
+	schema := testenv.PostgresSchema(t, dsn, "idem_sagacrash_")
+	crashBoundaries(t, func(*testing.T) crashKeystore { return crashKeystore{pgSchema: schema} })
+}
+
+// crashBoundaries plays every crash point for a run that completes and
+// one that compensates, envCrashRounds times, each run in the keystore
+// keystoreFor gives.
+func crashBoundaries(t *testing.T, keystoreFor func(t *testing.T) crashKeystore) {
 	rounds := 1
 	if v := os.Getenv(envCrashRounds); v != "" {
 		n, err := strconv.Atoi(v)
@@ -119,15 +176,15 @@ func TestCrashAtBoundaries(t *testing.T) {
 		rounds = n
 	}
 	srv := idemtest.NewServer(t)
-	var kills, finishedFirst, compensated, completed int
+	var kills, finishedFirst, compensated, completed, busy int
 	var reconciled atomic.Int64
 	for round := range rounds {
 		for i, p := range crashPoints {
 			for _, fail := range []bool{false, true} {
 				id := fmt.Sprintf("run-%d-%d-%t", round, i, fail)
-				dbPath := filepath.Join(t.TempDir(), "keys.db")
+				ks := keystoreFor(t)
 				srv.SetHandlerDelay(40 * time.Millisecond)
-				if crashRound(t, srv, dbPath, id, fail, p) {
+				if crashRound(t, srv, ks, id, fail, p) {
 					finishedFirst++
 				}
 				kills++
@@ -135,13 +192,24 @@ func TestCrashAtBoundaries(t *testing.T) {
 				require.Eventually(t, func() bool { return srv.Holding() == 0 }, 5*time.Second, 5*time.Millisecond,
 					"the server finished the killed child's request")
 
-				// Resume in a new client on the file the child left.
-				c := boltClient(t, dbPath, idem.WithReconciler(ledgerReconciler(srv, &reconciled)))
+				// Resume in a new client on the keystore the child left.
+				c := ks.client(t, idem.WithReconciler(ledgerReconciler(srv, &reconciled)))
 				s, err := saga.New(c)
 				require.NoError(t, err)
 				r, err := s.Run(context.Background(), id)
 				require.NoError(t, err)
-				require.NoError(t, crashWorkflow(context.Background(), r, srv.URL, fail, func(string) {}), id)
+				// The killed child's claims (Postgres) run out within
+				// their lease; until then its steps are busy.
+				deadline := time.Now().Add(20 * crashClaimLease)
+				for {
+					err = crashWorkflow(context.Background(), r, srv.URL, fail, func(string) {})
+					if !errors.Is(err, idem.ErrIntentBusy) || time.Now().After(deadline) {
+						break
+					}
+					busy++
+					time.Sleep(crashClaimLease / 5)
+				}
+				require.NoError(t, err, id)
 				require.NoError(t, c.Close())
 
 				assert.Equal(t, 1, effects(srv, "charge-"+id), "%s: one charge", id)
@@ -159,8 +227,8 @@ func TestCrashAtBoundaries(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d runs SIGKILLed (%d had finished before the kill); %d completed, %d compensated after resume; %d steps settled by the ledger reconciler",
-		kills, finishedFirst, completed, compensated, reconciled.Load())
+	t.Logf("%d runs SIGKILLed (%d had finished before the kill); %d completed, %d compensated after resume; %d steps settled by the ledger reconciler; %d resumes waited for a dead worker's claim",
+		kills, finishedFirst, completed, compensated, reconciled.Load(), busy)
 }
 
 // ledgerReconciler settles, from the server's ledger, a step whose
@@ -202,15 +270,15 @@ func ledgerReconciler(srv *idemtest.Server, n *atomic.Int64) idem.Reconciler {
 
 // crashRound runs the child for one run, kills it at p, and reports
 // whether the child had finished its run before the kill.
-func crashRound(t *testing.T, srv *idemtest.Server, dbPath, id string, fail bool, p crashPoint) bool {
+func crashRound(t *testing.T, srv *idemtest.Server, ks crashKeystore, id string, fail bool, p crashPoint) bool {
 	t.Helper()
 	failEnv := "0"
 	if fail {
 		failEnv = "1"
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashURL+"="+srv.URL, envCrashDB+"="+dbPath,
-		envCrashRun+"="+id, envCrashFail+"="+failEnv)
+	cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashURL+"="+srv.URL, envCrashDB+"="+ks.boltPath,
+		envCrashPGSchema+"="+ks.pgSchema, envCrashRun+"="+id, envCrashFail+"="+failEnv)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -133,3 +133,29 @@ func TestErrorsNameRunAndStep(t *testing.T) {
 	}
 	require.ErrorIs(t, &saga.StepUnknownError{Err: idem.ErrOutcomeUnknown}, idem.ErrOutcomeUnknown)
 }
+
+// A local step's value is stored as JSON and decoded on every call; its
+// function runs once.
+func TestLocalJSONRunsOnce(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newSaga(t)
+	r, err := s.Run(bg, "order-11")
+	require.NoError(t, err)
+	type slot struct{ Shelf int }
+	calls := 0
+	reserve := func(context.Context) (any, error) { calls++; return slot{Shelf: 7}, nil }
+	var got slot
+	require.NoError(t, r.LocalJSON(bg, "reserve", &got, reserve))
+	assert.Equal(t, 7, got.Shelf)
+	again, err := s.Resume(bg, "order-11")
+	require.NoError(t, err)
+	var replayed slot
+	require.NoError(t, again.LocalJSON(bg, "reserve", &replayed, reserve))
+	assert.Equal(t, got, replayed)
+	assert.Equal(t, 1, calls, "the stored result replays")
+
+	failing := func(context.Context) (any, error) { calls++; return nil, errors.New("no shelf") }
+	require.Error(t, again.LocalJSON(bg, "other", &replayed, failing))
+	require.Error(t, again.LocalJSON(bg, "other", &replayed, failing), "an error stores nothing: the function runs again")
+	assert.Equal(t, 3, calls)
+}
