@@ -173,7 +173,7 @@ func (r *Run) compensate(ctx context.Context, e *stepEntry, resp *http.Response)
 	if req == nil {
 		return "", fmt.Errorf("%w: run %q: the compensation of step %q built a nil request", ErrInvalid, r.ID(), e.Name)
 	}
-	in, err := r.s.client.Begin(ctx, intentName(r.ID(), e.Name, true), req, idem.WithIntentKey(e.CompensationKey))
+	in, err := r.s.client.Begin(ctx, intentName(r.rec.ID, e.Name, true), req, idem.WithIntentKey(e.CompensationKey))
 	if errors.Is(err, idem.ErrIntentConflict) {
 		return "", &StepConflictError{Run: r.ID(), Step: e.Name, Reason: "its compensation built another request than the one begun before", Err: err}
 	}

@@ -159,3 +159,50 @@ func TestLocalJSONRunsOnce(t *testing.T) {
 	require.Error(t, again.LocalJSON(bg, "other", &replayed, failing), "an error stores nothing: the function runs again")
 	assert.Equal(t, 3, calls)
 }
+
+// Two scopes (tenants) on one keystore: the same run id is two runs,
+// with other keys at the provider, and each Saga lists its own.
+func TestScopesKeepRunsApart(t *testing.T) {
+	t.Parallel()
+	srv := idemtest.NewServer(t)
+	_, c, _ := newSaga(t)
+	a, err := saga.New(c, saga.WithScope("tenant-a"))
+	require.NoError(t, err)
+	b, err := saga.New(c, saga.WithScope("tenant-b"), saga.WithKeySecret([]byte("0123456789abcdef")))
+	require.NoError(t, err)
+	_, err = saga.New(c, saga.WithScope("a@b"))
+	require.ErrorIs(t, err, saga.ErrInvalid, "a scope holds no '@'")
+
+	ra, err := a.Run(bg, "order-1")
+	require.NoError(t, err)
+	_, err = ra.Step(bg, "charge", payment(t, srv.URL, 1000, "charge-a"))
+	require.NoError(t, err)
+	rb, err := b.Run(bg, "order-1")
+	require.NoError(t, err)
+	assert.Equal(t, saga.Running, rb.State())
+	_, err = rb.Step(bg, "charge", payment(t, srv.URL, 2000, "charge-b"))
+	require.NoError(t, err, "another scope's step of the same name is another intent")
+	require.NoError(t, rb.Complete(bg))
+	assert.Equal(t, saga.Running, ra.State())
+
+	la, err := a.List(bg)
+	require.NoError(t, err)
+	require.Len(t, la, 1)
+	assert.Equal(t, "order-1", la[0].ID)
+	assert.Equal(t, saga.Running, la[0].State)
+	ia, err := a.Show(bg, "order-1")
+	require.NoError(t, err)
+	ib, err := b.Show(bg, "order-1")
+	require.NoError(t, err)
+	assert.NotEqual(t, ia.Steps[0].Key, ib.Steps[0].Key)
+	assert.Equal(t, saga.DeriveStepKey(nil, "tenant-a", "order-1", "charge", false), ia.Steps[0].Key)
+	assert.Equal(t, saga.DeriveStepKey([]byte("0123456789abcdef"), "tenant-b", "order-1", "charge", false), ib.Steps[0].Key)
+
+	unscoped, err := saga.New(c)
+	require.NoError(t, err)
+	none, err := unscoped.List(bg)
+	require.NoError(t, err)
+	assert.Empty(t, none, "the unscoped Saga sees no scope's runs")
+	assert.Equal(t, 1, effects(srv, "charge-a"))
+	assert.Equal(t, 1, effects(srv, "charge-b"))
+}

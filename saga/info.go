@@ -40,8 +40,8 @@ type StepInfo struct {
 	IntentState, CompensationState idem.State
 }
 
-func runInfo(rec *keystore.Run, d runData) RunInfo {
-	info := RunInfo{ID: rec.ID, State: State(rec.State), Version: rec.Version, Cause: d.Cause, Problem: d.Problem,
+func runInfo(id string, rec *keystore.Run, d runData) RunInfo {
+	info := RunInfo{ID: id, State: State(rec.State), Version: rec.Version, Cause: d.Cause, Problem: d.Problem,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
 	for _, e := range d.Steps {
 		info.Steps = append(info.Steps, StepInfo{Name: e.Name, Kind: e.Kind, Key: e.Key, CompensationKey: e.CompensationKey,
@@ -50,8 +50,8 @@ func runInfo(rec *keystore.Run, d runData) RunInfo {
 	return info
 }
 
-// List returns every run the keystore holds, oldest first, without the
-// states of their intents. Damaged runs are left out and named in an
+// List returns the runs of the Saga's scope (WithScope) the keystore
+// holds, oldest first, without the states of their intents. Damaged runs are left out and named in an
 // error matching keystore.ErrCorrupt, returned with the others.
 func (s *Saga) List(ctx context.Context) ([]RunInfo, error) {
 	recs, listErr := s.runs.ListRuns(ctx)
@@ -61,12 +61,16 @@ func (s *Saga) List(ctx context.Context) ([]RunInfo, error) {
 	var bad []error
 	out := make([]RunInfo, 0, len(recs))
 	for _, rec := range recs {
+		id, ours := callerRunID(s.scope, rec.ID)
+		if !ours {
+			continue // another scope's
+		}
 		d, err := decodeRun(rec)
 		if err != nil {
 			bad = append(bad, err)
 			continue
 		}
-		out = append(out, runInfo(rec, d))
+		out = append(out, runInfo(id, rec, d))
 	}
 	if listErr != nil || bad != nil {
 		return out, fmt.Errorf("saga: listing runs: %w", errors.Join(append([]error{listErr}, bad...)...))
@@ -81,7 +85,7 @@ func (s *Saga) Show(ctx context.Context, id string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
-	info := runInfo(r.rec, r.data)
+	info := runInfo(id, r.rec, r.data)
 	for i := range info.Steps {
 		st := &info.Steps[i]
 		if st.Kind != kindHTTP {

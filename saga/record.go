@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/idemkit/idem/keystore"
 )
@@ -110,9 +111,35 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// intentName is the name of a step's intent, or of its compensation's.
-func intentName(runID, step string, compensation bool) string {
-	name := "saga/" + runID + "/" + step
+// scopeMark joins a scope and a run id into the id a run is stored
+// under; neither holds it (checkID), so the pair reads back one way.
+const scopeMark = "@"
+
+// storedRunID is the id the run with id is stored under in scope: id
+// itself without a scope, scope@id with one, so two scopes' runs of one
+// id are two runs.
+func storedRunID(scope, id string) string {
+	if scope == "" {
+		return id
+	}
+	return scope + scopeMark + id
+}
+
+// callerRunID is storedRunID's inverse for scope, and whether stored
+// belongs to scope at all.
+func callerRunID(scope, stored string) (string, bool) {
+	if scope == "" {
+		return stored, !strings.Contains(stored, scopeMark)
+	}
+	return strings.CutPrefix(stored, scope+scopeMark)
+}
+
+// intentName is the name of a step's intent, or of its compensation's,
+// in the run stored under storedID: saga/<run>/<step>[/compensation].
+// Neither the stored id nor the step holds a "/", so no two steps share
+// a name.
+func intentName(storedID, step string, compensation bool) string {
+	name := "saga/" + storedID + "/" + step
 	if compensation {
 		name += "/compensation"
 	}

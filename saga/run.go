@@ -16,6 +16,7 @@ import (
 // one goroutine; its methods serialise anyway.
 type Run struct {
 	s  *Saga
+	id string // the caller's id; rec.ID is it qualified by the scope
 	mu sync.Mutex
 	// rec is the run as last stored; data is rec.Data decoded.
 	rec  *keystore.Run
@@ -24,12 +25,12 @@ type Run struct {
 	undo map[string]stepConfig
 }
 
-func newRun(s *Saga, rec *keystore.Run, d runData) *Run {
-	return &Run{s: s, rec: rec, data: d, undo: make(map[string]stepConfig)}
+func newRun(s *Saga, id string, rec *keystore.Run, d runData) *Run {
+	return &Run{s: s, id: id, rec: rec, data: d, undo: make(map[string]stepConfig)}
 }
 
-// ID is the run's id.
-func (r *Run) ID() string { return r.rec.ID }
+// ID is the run's id, as given to Saga.Run.
+func (r *Run) ID() string { return r.id }
 
 // State is the run's state as this process last read or wrote it.
 func (r *Run) State() State {
@@ -126,8 +127,12 @@ func (r *Run) Step(ctx context.Context, name string, req *http.Request, opts ...
 		if r.state() != Running {
 			// Began: but did its intent come to be? A record without
 			// one never sent anything, and cannot begin now.
-			if _, err := r.s.client.Resume(ctx, key); errors.Is(err, keystore.ErrNotFound) {
+			_, err := r.s.client.Resume(ctx, key)
+			if errors.Is(err, keystore.ErrNotFound) {
 				return nil, &RunStateError{Run: r.ID(), State: r.state(), Op: "step", Step: name}
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 	} else {
@@ -142,7 +147,7 @@ func (r *Run) Step(ctx context.Context, name string, req *http.Request, opts ...
 		}
 	}
 	r.undo[name] = cfg
-	in, err := r.s.client.Begin(ctx, intentName(r.ID(), name, false), req, idem.WithIntentKey(key))
+	in, err := r.s.client.Begin(ctx, intentName(r.rec.ID, name, false), req, idem.WithIntentKey(key))
 	if errors.Is(err, idem.ErrIntentConflict) {
 		return nil, &StepConflictError{Run: r.ID(), Step: name, Reason: "the request differs from the one the step began with", Err: err}
 	}

@@ -26,10 +26,15 @@ type Option func(*Saga) error
 
 // WithScope puts scope (a tenant, an account) into every derived key
 // (DeriveStepKey), so two tenants' runs of the same id never share a key
-// at a provider that does not scope keys by caller. Every process that
-// resumes a run must give the same scope.
+// at a provider that does not scope keys by caller, and keeps the runs of
+// each scope apart in the keystore (stored as scope@id; List shows a
+// Saga the runs of its own scope). Every process that resumes a run must
+// give the same scope. A scope is 1 to 128 bytes of [A-Za-z0-9._:-].
 func WithScope(scope string) Option {
 	return func(s *Saga) error {
+		if err := checkID("scope", scope); err != nil {
+			return err
+		}
 		s.scope = scope
 		return nil
 	}
@@ -94,7 +99,7 @@ func (s *Saga) Run(ctx context.Context, id string) (*Run, error) {
 		return r, err
 	}
 	now := s.now().UTC()
-	rec := &keystore.Run{ID: id, Version: 1, State: string(Running), Data: []byte("{}"), CreatedAt: now, UpdatedAt: now}
+	rec := &keystore.Run{ID: storedRunID(s.scope, id), Version: 1, State: string(Running), Data: []byte("{}"), CreatedAt: now, UpdatedAt: now}
 	err = s.runs.PutRun(ctx, rec)
 	if errors.Is(err, keystore.ErrRunVersion) {
 		return s.load(ctx, id) // created meanwhile by another caller
@@ -102,7 +107,7 @@ func (s *Saga) Run(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saga: storing run %q: %w", id, err)
 	}
-	return newRun(s, rec, runData{}), nil
+	return newRun(s, id, rec, runData{}), nil
 }
 
 // Resume takes up the run with this id as the keystore holds it;
@@ -116,7 +121,7 @@ func (s *Saga) Resume(ctx context.Context, id string) (*Run, error) {
 
 // load reads the run with id.
 func (s *Saga) load(ctx context.Context, id string) (*Run, error) {
-	rec, err := s.runs.GetRun(ctx, id)
+	rec, err := s.runs.GetRun(ctx, storedRunID(s.scope, id))
 	if errors.Is(err, keystore.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrRunNotFound, id)
 	}
@@ -127,5 +132,5 @@ func (s *Saga) load(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRun(s, rec, d), nil
+	return newRun(s, id, rec, d), nil
 }
