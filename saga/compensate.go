@@ -125,7 +125,7 @@ func (r *Run) settledStep(ctx context.Context, e *stepEntry) (*http.Response, st
 		return nil, resolvedRefused, nil
 	case idem.Expired:
 		return nil, "", &StepUnknownError{Run: r.ID(), Step: e.Name, Key: e.Key,
-			Err: errors.New("its intent is expired: older than the provider's key retention, so it is never resent")}
+			Err: fmt.Errorf("its intent is expired, never resent: %w", idem.ErrKeyExpired)}
 	}
 	// Succeeded replays locally; Pending and Accepted are resent or
 	// polled with their key, in case the provider answers now.

@@ -206,3 +206,37 @@ func TestScopesKeepRunsApart(t *testing.T) {
 	assert.Equal(t, 1, effects(srv, "charge-a"))
 	assert.Equal(t, 1, effects(srv, "charge-b"))
 }
+
+// A step left unknown past the provider's key retention is never resent
+// (the provider may have forgotten its key): the run waits for a
+// person's verdict on it, then compensates.
+func TestExpiredStepWaitsForAVerdict(t *testing.T) {
+	t.Parallel()
+	const retention = 200 * time.Millisecond
+	srv := idemtest.NewServer(t)
+	// Attempts end well inside the retention, so one may start.
+	s, c, _ := newSaga(t, idem.WithMaxAttempts(1), idem.WithRetention(retention), idem.WithHTTPClient(&http.Client{Timeout: retention / 4}))
+	r, err := s.Run(bg, "order-12")
+	require.NoError(t, err)
+	refundFixed := saga.Compensate(func(*http.Response) (*http.Request, error) {
+		return paymentReq(srv.URL, 1000, "refund-charge-order-12")
+	})
+	srv.LoseNextResponses(1)
+	_, err = r.Step(bg, "charge", payment(t, srv.URL, 1000, "charge-order-12"), refundFixed)
+	var unknown *saga.StepUnknownError
+	require.ErrorAs(t, err, &unknown)
+	time.Sleep(retention + 100*time.Millisecond) // the key's retention ends
+
+	sent := srv.Requests()
+	require.ErrorIs(t, r.Fail(bg, err), saga.ErrStepUnknown)
+	require.ErrorIs(t, r.Fail(bg, err), idem.ErrKeyExpired)
+	assert.Equal(t, sent, srv.Requests(), "an expired step is never resent")
+	require.ErrorIs(t, r.Complete(bg), saga.ErrRunNotRunning)
+
+	_, err = c.Settle(bg, unknown.Key, idem.Settlement{Outcome: idem.OutcomeSucceeded, By: "ops", Note: "the ledger shows the charge"})
+	require.NoError(t, err)
+	require.NoError(t, r.Fail(bg, err))
+	assert.Equal(t, saga.Compensated, r.State())
+	assert.Equal(t, 1, effects(srv, "charge-order-12"))
+	assert.Equal(t, 1, effects(srv, "refund-charge-order-12"))
+}
