@@ -54,7 +54,11 @@ type stepConfig struct {
 // step's answer, the request that undoes it (a refund of the charge).
 // Fail sends it as an intent of its own, under a derived key, at most
 // once at the provider. fn is called by Fail, in the process that fails
-// the run; it must build the same request every time.
+// the run; it must build the same request every time. resp is the
+// step's answer as Client.Do replays it: the provider's, or, for a step
+// a reconciliation settled without one, idem's account of the verdict
+// (marked with idem.SettlementHeader), from which fn builds what it can
+// or returns an error.
 func Compensate(fn func(resp *http.Response) (*http.Request, error)) StepOption {
 	return func(c *stepConfig) error {
 		if fn == nil {
