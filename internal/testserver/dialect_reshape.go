@@ -11,15 +11,16 @@ import (
 // reshapeProblems makes every problem document next writes (the API's own
 // errors, the mux's 404 and 405, injected faults, replays of stored
 // problems) the dialect's error document, as shape gives it for the
-// problem's status. Other answers pass untouched. The admin API is this
-// project's, not the provider's, and keeps its problems.
-func reshapeProblems(next http.Handler, shape func(status int, p Problem) any) http.Handler {
+// problem's status, with the headers header adds (nil adds none). Other
+// answers pass untouched. The admin API is this project's, not the
+// provider's, and keeps its problems.
+func reshapeProblems(next http.Handler, shape func(status int, p Problem) any, header func(h http.Header, status int, p Problem)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/admin/") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rw := &problemReshaper{ResponseWriter: w, shape: shape}
+		rw := &problemReshaper{ResponseWriter: w, shape: shape, header: header}
 		next.ServeHTTP(rw, r)
 		rw.finish()
 	})
@@ -32,6 +33,7 @@ func reshapeProblems(next http.Handler, shape func(status int, p Problem) any) h
 type problemReshaper struct {
 	http.ResponseWriter
 	shape   func(status int, p Problem) any
+	header  func(h http.Header, status int, p Problem)
 	status  int
 	holding bool
 	body    bytes.Buffer
@@ -73,6 +75,9 @@ func (w *problemReshaper) finish() {
 		w.ResponseWriter.WriteHeader(w.status)
 		_, _ = w.ResponseWriter.Write(w.body.Bytes())
 		return
+	}
+	if w.header != nil {
+		w.header(w.ResponseWriter.Header(), w.status, p)
 	}
 	writeJSONError(w.ResponseWriter, w.status, w.shape(w.status, p))
 }

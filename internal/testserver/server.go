@@ -330,7 +330,10 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 	if dialect.problemAs != nil {
-		h = reshapeProblems(h, dialect.problemAs)
+		h = reshapeProblems(h, dialect.problemAs, dialect.problemHeader)
+	}
+	if dialect.echoOn != nil {
+		h = echoOnly(h, dialect.KeyHeader, dialect.echoOn)
 	}
 	return h
 }
