@@ -13,6 +13,8 @@ const (
 	adyenErrorsURL      = "https://docs.adyen.com/errors"
 	adyenResultCodesURL = "https://docs.adyen.com/online-payments/build-your-integration/payment-result-codes"
 	adyenAuthURL        = "https://docs.adyen.com/development-resources/api-authentication"
+	adyenServiceErrURL  = "https://docs.adyen.com/development-resources/serviceexception"
+	adyenCheckoutURL    = "https://docs.adyen.com/api-explorer/Checkout/71/post/payments"
 )
 
 // AdyenRetention is the shortest key validity Adyen has published:
@@ -25,7 +27,9 @@ const AdyenRetention = 7 * 24 * time.Hour
 // Adyen is the dialect of the Adyen APIs (Checkout and the others that take
 // an idempotency key): the key travels in Idempotency-Key, up to 64
 // characters, kept at least 7 days; a duplicate of a request still being
-// processed is answered with error code 704.
+// processed is answered with error code 704; an Adyen 5xx without
+// Transient-Error: true is the key's stored answer and is left for a
+// reconciliation.
 func Adyen() Dialect {
 	return Dialect{
 		Name: "adyen",
@@ -49,23 +53,32 @@ func Adyen() Dialect {
 		// username and password in an Authorization HTTP request header."
 		// (https://docs.adyen.com/development-resources/api-authentication)
 		SecretHeaders: []string{"X-API-Key", "Authorization"},
-		Docs:          []string{adyenIdempotencyURL, adyenResponsesURL, adyenErrorsURL, adyenResultCodesURL, adyenAuthURL},
+		Docs: []string{adyenIdempotencyURL, adyenResponsesURL, adyenErrorsURL, adyenResultCodesURL, adyenAuthURL,
+			adyenServiceErrURL, adyenCheckoutURL},
 	}
 }
 
-// adyenErrorCode returns the errorCode of an Adyen error body, both in the
-// Checkout shape {"status","errorCode","message","errorType"}
-// (https://docs.adyen.com/development-resources/response-handling/) and in
-// the RFC 7807 shape of the newer APIs (https://docs.adyen.com/errors). Adyen
-// sends it as a string; a number is read too.
-func adyenErrorCode(body []byte) string {
+// adyenError is what dialect.Adyen reads of an Adyen error body: the
+// errorCode and errorType of the Checkout shape
+// {"status","errorCode","message","errorType"}
+// (https://docs.adyen.com/development-resources/serviceexception) and the
+// errorCode of the RFC 7807 shape of the newer APIs
+// (https://docs.adyen.com/errors). Adyen sends errorCode as a string; a
+// number is read too.
+type adyenError struct {
+	Code string
+	Type string
+}
+
+func readAdyenError(body []byte) adyenError {
 	var doc struct {
 		ErrorCode json.RawMessage `json:"errorCode"`
+		ErrorType string          `json:"errorType"`
 	}
 	if json.Unmarshal(body, &doc) != nil {
-		return ""
+		return adyenError{}
 	}
-	return strings.Trim(string(doc.ErrorCode), `"`)
+	return adyenError{Code: strings.Trim(string(doc.ErrorCode), `"`), Type: doc.ErrorType}
 }
 
 // adyenClassify judges an answer by Adyen's idempotency errors and falls back
@@ -77,13 +90,18 @@ func adyenErrorCode(body []byte) string {
 // returns an HTTP 422 – Unprocessable Entity or HTTP 409 - Conflict status
 // with the error code 704: 'request already processed or in progress'", and
 // marks answers that are safe to retry with the same key with a
-// transient-error: true header.
+// transient-error: true header: "A subsequent request using the same
+// idempotency key will be processed as if it was the first request."
+// (https://docs.adyen.com/api-explorer/Checkout/71/post/payments,
+// additionalData.RequestedTestErrorResponseCode).
 func adyenClassify(a Answer) Verdict {
 	if a.Status < 400 {
 		return DraftClassify(a)
 	}
 	transient := headerTrue(a.Header, "Transient-Error")
-	if adyenErrorCode(a.Body) == "704" {
+	e := readAdyenError(a.Body)
+	switch {
+	case e.Code == "704":
 		// The first request is still running: retry later with the same key.
 		// Without the transient mark the first request may already have been
 		// processed and a resend is not invited, so the intent is left for a
@@ -93,16 +111,28 @@ func adyenClassify(a Answer) Verdict {
 			return InProgress
 		}
 		return Unresolvable
+	case e.Code == "703":
+		// The idempotency store is down: "The system marks the request as a
+		// transient error" (the idempotency page), whether or not the header
+		// made it through. Adyen does not say the request did not run.
+		return RetryMaybeExecuted
+	case a.Status >= 500 && !transient && e.Type != "":
+		// An Adyen error that is not transient "is stored as the final result
+		// for the idempotency key. Subsequent messages with the same
+		// idempotency key not be processed beyond returning the stored
+		// response." (IOEXCEPTION_RECEIVED, same page as above), and Adyen
+		// marks no replay: a resend returns this answer again, so it will not
+		// tell whether the request took effect. A 5xx without an Adyen error
+		// document (a proxy's 502) falls through to Draft and is retried.
+		return Unresolvable
 	}
 	v := DraftClassify(a)
 	// Any other answer marked transient may be retried with the same key;
-	// Adyen does not say it was not processed (nor for its 503 with error
-	// code 703, sent when the idempotency data store is unavailable), so it
-	// may have been.
+	// Adyen does not say it was not processed, so it may have been.
 	if transient && !v.Retry() {
 		return RetryMaybeExecuted
 	}
-	// The rest is Draft: 5xx (errorType "internal") RetryMaybeExecuted, 429
+	// The rest is Draft: a transient 5xx RetryMaybeExecuted, 429
 	// RetryNotExecuted, and 4xx ("validation", "security", "configuration")
 	// Refused.
 	return v

@@ -14,6 +14,7 @@ const (
 	adyenSecurity   = `{"status":401,"errorCode":"000","message":"HTTP Status Response - Unauthorized","errorType":"security"}`
 	adyenConfig     = `{"status":403,"errorCode":"901","message":"Invalid Merchant Account","errorType":"security"}`
 	adyenInternal   = `{"status":500,"errorCode":"000","message":"An internal error happened","errorType":"internal"}`
+	adyenFault      = `{"status":503,"message":"nothing was executed","errorType":"internal"}`
 	adyenProblem    = `{"type":"https://docs.adyen.com/errors/unprocessable-entity","title":"Unprocessable entity","status":422,"detail":"The balance account is invalid.","errorCode":"00_422"}`
 )
 
@@ -45,7 +46,13 @@ func TestAdyenClassify(t *testing.T) {
 		{"401 security", provAnswer(401, adyenSecurity), Refused},
 		{"403 configuration", provAnswer(403, adyenConfig), Refused},
 		{"429", provAnswer(429, ""), RetryNotExecuted},
-		{"500 internal", provAnswer(500, adyenInternal), RetryMaybeExecuted},
+		// Not transient: stored as the key's final answer and replayed to
+		// every resend, so a resend cannot tell.
+		{"500 internal", provAnswer(500, adyenInternal), Unresolvable},
+		{"500 internal transient", provAnswer(500, adyenInternal, "Transient-Error", "true"), RetryMaybeExecuted},
+		{"503 internal transient", provAnswer(503, adyenFault, "Transient-Error", "true"), RetryMaybeExecuted},
+		{"502 from a proxy, not Adyen's document", provAnswer(502, "Bad Gateway"), RetryMaybeExecuted},
+		{"500 with no errorType", provAnswer(500, `{"status":500}`), RetryMaybeExecuted},
 		{"numeric errorCode 704", provAnswer(422, `{"status":422,"errorCode":704}`, "transient-error", "true"), InProgress},
 	})
 }

@@ -23,6 +23,14 @@ const (
 	paypalInternal    = `{"name":"INTERNAL_SERVER_ERROR","message":"An internal server error occurred.","debug_id":"90957fca61718"}`
 	paypalUnavailable = `{"name":"SERVICE_UNAVAILABLE","message":"Service Unavailable.","debug_id":"90957fca61718"}`
 	paypalRateLimited = `{"name":"RATE_LIMIT_REACHED","message":"Too many requests. Blocked due to rate limiting.","debug_id":"90957fca61718"}`
+	// As the simulator sends them: details without location, and an
+	// information_link as in the error_500 example of checkout_orders_v2.json.
+	paypalIDUsedLinked = `{"name":"UNPROCESSABLE_ENTITY","message":"The requested action could not be performed, semantically incorrect, or failed business validation.",` +
+		`"debug_id":"90957fca61718","details":[{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED","description":"The PayPal-Request-ID has already been used for another request."}],` +
+		`"links":[{"href":"https://developer.paypal.com/api/orders/v2/#error-PAYPAL_REQUEST_ID_PREVIOUSLY_USED","rel":"information_link"}]}`
+	paypalTooLongID = `{"name":"INVALID_REQUEST","message":"Request is not well-formed, syntactically incorrect, or violates schema.","debug_id":"90957fca61718",` +
+		`"details":[{"issue":"INVALID_STRING_LENGTH","description":"The value of a field is either too short or too long"}],` +
+		`"links":[{"href":"https://developer.paypal.com/api/orders/v2/#error-INVALID_STRING_LENGTH","rel":"information_link"}]}`
 )
 
 func TestPayPalFields(t *testing.T) {
@@ -53,6 +61,8 @@ func TestPayPalClassify(t *testing.T) {
 		{"500", provAnswer(500, paypalInternal), RetryMaybeExecuted},
 		{"503", provAnswer(503, paypalUnavailable), RetryMaybeExecuted},
 		{"not JSON 502", provAnswer(502, "Bad Gateway"), RetryMaybeExecuted},
+		{"422 request id used, with links", provAnswer(422, paypalIDUsedLinked), KeyReused},
+		{"400 request id too long", provAnswer(400, paypalTooLongID), Refused},
 	})
 }
 

@@ -72,9 +72,11 @@ func WithMaxBody(n int64) Option {
 // (testserver.DialectNames lists them). Each is simulated
 // from the provider's documentation: where the key travels (a header, or
 // Square's idempotency_key body field), its length limit, the provider's
-// error documents for a missing, reused or in-flight key, what is replayed
-// and how long keys are kept (unless WithRetention or WithStore5xx say
-// otherwise). Test a client against the provider it will talk to without
+// error documents for a missing, reused or in-flight key and for every
+// other error of the API, the headers the provider documents (Stripe's
+// Idempotent-Replayed, Adyen's Transient-Error and key echo), what is
+// replayed and how long keys are kept (unless WithRetention or
+// WithStore5xx say otherwise). Test a client against the provider it will talk to without
 // the provider's sandbox. An unknown name fails NewServer (and Start
 // returns an error naming the known ones).
 func WithDialect(name string) Option {

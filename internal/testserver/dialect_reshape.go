@@ -11,10 +11,14 @@ import (
 // reshapeProblems makes every problem document next writes (the API's own
 // errors, the mux's 404 and 405, injected faults, replays of stored
 // problems) the dialect's error document, as shape gives it for the
-// problem's status. Other answers pass untouched. The admin API is this
-// project's, not the provider's, and keeps its problems.
-func reshapeProblems(next http.Handler, shape func(status int, p Problem) any) http.Handler {
+// problem's status, with the headers header adds (nil adds none). Other
+// answers pass untouched. The admin API is this project's, not the
+// provider's, and keeps its problems.
+func reshapeProblems(next http.Handler, shape func(status int, p Problem) any, header func(h http.Header, status int, p Problem)) http.Handler {
 	return reshapeProblemsWith(next, func(w http.ResponseWriter, status int, p Problem) {
+		if header != nil {
+			header(w.Header(), status, p)
+		}
 		writeJSONError(w, status, shape(status, p))
 	})
 }

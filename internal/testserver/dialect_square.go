@@ -10,10 +10,17 @@ import (
 // Square, from its published documentation; CreatePayment is the call
 // closest to this server's POST /v1/payments. What no page states is
 // marked "chosen" and is never kinder to the client than Square would be.
-// Left out: a retention period (Square publishes none, as its staff say
-// in https://developer.squareup.com/forums/t/how-long-are-idempotency-keys-retained-for-the-createpayment-endpoint/28303,
-// so the server's own retention applies) and any replay marker (none is
-// documented).
+//
+// Not confirmed, left out:
+//   - a retention period: Square publishes none, as its staff say in
+//     https://developer.squareup.com/forums/t/how-long-are-idempotency-keys-retained-for-the-createpayment-endpoint/28303,
+//     so the server's own retention applies;
+//   - a replay marker: a repeat "returns the response as the first
+//     successful CreatePayment response", unmarked;
+//   - the status of IDEMPOTENCY_KEY_REUSED and any answer to a duplicate
+//     sent while the first still runs (see squareDialect);
+//   - key lengths of other endpoints (Orders take 192): the simulator is
+//     CreatePayment's 45.
 const (
 	// squareKeyField is the body member of CreatePayment that carries the
 	// key: "idempotency_key ... Required", "Minimum Length: 1, Maximum
@@ -96,18 +103,96 @@ func squareDialect() Dialect {
 		// request (for example, specify a different payment amount), you
 		// get an error indicating that you used the idempotency key
 		// previously"; the code is IDEMPOTENCY_KEY_REUSED, "The provided
-		// idempotency key has already been used." Chosen: status 400, as
-		// the enum gives none and INVALID_REQUEST_ERROR errors are 400s.
+		// idempotency key has already been used." The detail is the message
+		// Square sent, as a developer quotes it: "The idempotency key can
+		// only be retried with the same request data."
+		// (https://developer.squareup.com/forums/t/if-i-delete-a-customer-profile-can-i-not-reuse-the-same-idempotency-key/8276).
+		// Chosen: status 400, as the enum gives none and
+		// INVALID_REQUEST_ERROR errors are 400s.
 		keyReused: func(w http.ResponseWriter) {
 			writeSquareError(w, http.StatusBadRequest, "IDEMPOTENCY_KEY_REUSED",
-				"The idempotency_key was already used for a different request.", squareKeyField)
+				"The idempotency key can only be retried with the same request data.", squareKeyField)
 		},
-		// Chosen: no page covers the store being down; the project's 503
-		// problem says the request did not run.
-		storeUnavailable: server.WriteStoreUnavailable,
+		// Chosen: no page covers the store being down; SERVICE_UNAVAILABLE
+		// is Square's 503 ("Service Unavailable - a general error
+		// occurred."), in category API_ERROR, "An error occurred with the
+		// Connect API itself."
+		// (https://developer.squareup.com/reference/square/enums/ErrorCategory).
+		storeUnavailable: func(w http.ResponseWriter) {
+			writeJSONError(w, http.StatusServiceUnavailable, squareErrors{[]squareError{{
+				Category: "API_ERROR", Code: "SERVICE_UNAVAILABLE",
+				Detail: "The idempotency store is unavailable; nothing was executed. Retry with the same idempotency_key.",
+			}}})
+		},
 		// https://developer.squareup.com/docs/working-with-apis/idempotency:
 		// "the endpoint returns the response as the first successful
 		// CreatePayment response" — the same response, with no marker.
-		replayed: noReplayMarker,
+		replayed:  noReplayMarker,
+		problemAs: squareProblem,
 	}
+}
+
+// squareStatusCode is Square's general error code for each status, from
+// the ErrorCode enum (https://developer.squareup.com/reference/square/enums/ErrorCode):
+// BAD_REQUEST "A general error occurred with the request.", UNAUTHORIZED,
+// FORBIDDEN, NOT_FOUND, METHOD_NOT_ALLOWED, NOT_ACCEPTABLE,
+// REQUEST_TIMEOUT, CONFLICT, GONE, REQUEST_ENTITY_TOO_LARGE,
+// UNSUPPORTED_MEDIA_TYPE, UNPROCESSABLE_ENTITY, RATE_LIMITED,
+// INTERNAL_SERVER_ERROR, NOT_IMPLEMENTED, BAD_GATEWAY,
+// SERVICE_UNAVAILABLE, GATEWAY_TIMEOUT — each "<status text> - a general
+// error occurred."
+var squareStatusCode = map[int]string{
+	http.StatusBadRequest:            "BAD_REQUEST",
+	http.StatusUnauthorized:          "UNAUTHORIZED",
+	http.StatusForbidden:             "FORBIDDEN",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusMethodNotAllowed:      "METHOD_NOT_ALLOWED",
+	http.StatusNotAcceptable:         "NOT_ACCEPTABLE",
+	http.StatusRequestTimeout:        "REQUEST_TIMEOUT",
+	http.StatusConflict:              "CONFLICT",
+	http.StatusGone:                  "GONE",
+	http.StatusRequestEntityTooLarge: "REQUEST_ENTITY_TOO_LARGE",
+	http.StatusUnsupportedMediaType:  "UNSUPPORTED_MEDIA_TYPE",
+	http.StatusUnprocessableEntity:   "UNPROCESSABLE_ENTITY",
+	http.StatusTooManyRequests:       "RATE_LIMITED",
+	http.StatusInternalServerError:   "INTERNAL_SERVER_ERROR",
+	http.StatusNotImplemented:        "NOT_IMPLEMENTED",
+	http.StatusBadGateway:            "BAD_GATEWAY",
+	http.StatusServiceUnavailable:    "SERVICE_UNAVAILABLE",
+	http.StatusGatewayTimeout:        "GATEWAY_TIMEOUT",
+}
+
+// squareProblem is the Square error document of one of the reference
+// API's problems: the status's general code (squareStatusCode; chosen,
+// BAD_REQUEST or INTERNAL_SERVER_ERROR for a status the enum does not
+// name), in the category the ErrorCategory enum gives the case
+// (https://developer.squareup.com/reference/square/enums/ErrorCategory):
+// AUTHENTICATION_ERROR, "Most commonly, the request had a missing,
+// malformed, or otherwise invalid Authorization header", for 401 and 403;
+// RATE_LIMIT_ERROR for 429 ("monitor responses for 429 RATE_LIMITED
+// errors"); API_ERROR, "An error occurred with the Connect API itself",
+// for a 5xx; INVALID_REQUEST_ERROR, "The request was invalid", for the
+// rest.
+func squareProblem(status int, p Problem) any {
+	code, ok := squareStatusCode[status]
+	if !ok {
+		code = "BAD_REQUEST"
+		if status >= 500 {
+			code = "INTERNAL_SERVER_ERROR"
+		}
+	}
+	category := "INVALID_REQUEST_ERROR"
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		category = "AUTHENTICATION_ERROR"
+	case status == http.StatusTooManyRequests:
+		category = "RATE_LIMIT_ERROR"
+	case status >= 500:
+		category = "API_ERROR"
+	}
+	detail := p.Detail
+	if detail == "" {
+		detail = p.Title
+	}
+	return squareErrors{[]squareError{{Category: category, Code: code, Detail: detail}}}
 }

@@ -52,6 +52,9 @@ type Dialect struct {
 	parseKey func(d *Dialect, values []string) (string, error)
 	// echoKey copies the accepted key onto every answer, in KeyHeader.
 	echoKey bool
+	// echoOn, when set, keeps the echoed key only on answers whose status
+	// it accepts, for providers that document the echo on some answers.
+	echoOn func(status int) bool
 	// formBodies makes the API take application/x-www-form-urlencoded
 	// bodies as well as JSON, as the provider's API does.
 	formBodies bool
@@ -78,6 +81,9 @@ type Dialect struct {
 	// it must pass through untouched): for what a provider adds to every
 	// answer, such as a request id.
 	wrapAPI func(http.Handler) http.Handler
+	// problemHeader, when set, adds the provider's headers to every
+	// problem document problemAs reshapes (Adyen's Transient-Error).
+	problemHeader func(h http.Header, status int, p Problem)
 }
 
 // builtinDialects returns every dialect the server speaks, sorted by

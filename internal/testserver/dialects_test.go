@@ -93,6 +93,8 @@ var dialectCases = []dialectCase{
 			assert.NotEmpty(t, e["debug_id"])
 			assert.NotEmpty(t, e["message"])
 			assert.Equal(t, "PAYPAL_REQUEST_ID_PREVIOUSLY_USED", firstDetail(t, e, "details")["issue"])
+			assert.Equal(t, "https://developer.paypal.com/api/orders/v2/#error-PAYPAL_REQUEST_ID_PREVIOUSLY_USED",
+				firstDetail(t, e, "links")["href"])
 		},
 		checkTooLong: func(t *testing.T, r answer) {
 			e := r.json(t, http.StatusBadRequest)
@@ -115,7 +117,12 @@ var dialectCases = []dialectCase{
 			assert.NotEmpty(t, e["errorType"])
 			assert.Equal(t, "true", r.header.Get("Transient-Error"))
 		},
-		checkTooLong: func(t *testing.T, r answer) { r.problem(t, http.StatusBadRequest, "invalid-key") },
+		checkTooLong: func(t *testing.T, r answer) {
+			e := r.json(t, http.StatusBadRequest)
+			assert.EqualValues(t, http.StatusBadRequest, e["status"])
+			assert.Equal(t, "validation", e["errorType"])
+			assert.NotEmpty(t, e["message"])
+		},
 	},
 	{
 		name: "square", replayStatus: http.StatusCreated, maxKey: 45,

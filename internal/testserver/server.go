@@ -332,7 +332,10 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 	if dialect.problemAs != nil {
-		h = reshapeProblems(h, dialect.problemAs)
+		h = reshapeProblems(h, dialect.problemAs, dialect.problemHeader)
+	}
+	if dialect.echoOn != nil {
+		h = echoOnly(h, dialect.KeyHeader, dialect.echoOn)
 	}
 	if dialect.wrapAPI != nil {
 		h = dialect.wrapAPI(h)
