@@ -88,8 +88,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // transportCall is the call Transport makes of out: keyed with the key the
-// caller gave (in the dialect's header under any spelling, or its body
-// member), or with a new one for POST and PATCH.
+// caller gave (in the dialect's header under any spelling, or its place
+// in the body), or with a new one for POST and PATCH.
 func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) (*call, error) {
 	cl := &call{req: out, body: body, client: hc}
 	d := &c.cfg.dialect
@@ -100,7 +100,7 @@ func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) 
 			}
 		}
 	} else if len(body) > 0 {
-		if k, ok, err := bodyKey(body, d.KeyField); err == nil && ok {
+		if k, ok, err := findBodyKey(d, body); err == nil && ok {
 			cl.keyed, cl.logID = true, k
 		}
 	}

@@ -8,11 +8,12 @@ import (
 
 // builtins are the shipped dialects by name.
 var builtins = map[string]func() Dialect{
-	"adyen":  Adyen,
-	"draft":  Draft,
-	"paypal": PayPal,
-	"square": Square,
-	"stripe": Stripe,
+	"adyen":   Adyen,
+	"draft":   Draft,
+	"paypal":  PayPal,
+	"shopify": Shopify,
+	"square":  Square,
+	"stripe":  Stripe,
 }
 
 // Names lists the shipped dialects' names, sorted.

@@ -100,7 +100,7 @@ func TestByNameProviders(t *testing.T) {
 			t.Errorf("ByName(%q).KeyHeader = %q, want %q", name, d.KeyHeader, header)
 		}
 	}
-	if got := strings.Join(Names(), ","); got != "adyen,draft,paypal,square,stripe" {
+	if got := strings.Join(Names(), ","); got != "adyen,draft,paypal,shopify,square,stripe" {
 		t.Errorf("Names = %s", got)
 	}
 	if _, err := ByName("braintree"); err == nil {
