@@ -12,10 +12,11 @@ import (
 // errors, the mux's 404 and 405, injected faults, replays of stored
 // problems) the dialect's error document, as shape gives it for the
 // problem's status. Other answers pass untouched. The admin API is this
-// project's, not the provider's, and keeps its problems.
+// project's, not the provider's, and keeps its problems; /admin/api/ is
+// Shopify's Admin API, and is reshaped.
 func reshapeProblems(next http.Handler, shape func(status int, p Problem) any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/admin/") {
+		if strings.HasPrefix(r.URL.Path, "/admin/") && !strings.HasPrefix(r.URL.Path, "/admin/api/") {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -404,16 +404,16 @@ func TestServerDialect_UnknownNameListsTheKnownOnes(t *testing.T) {
 	_, err := testserver.New(testserver.WithServerDialect("braintree"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown dialect "braintree"`)
-	assert.Contains(t, err.Error(), "adyen, idem, paypal, square, stripe")
+	assert.Contains(t, err.Error(), "adyen, idem, paypal, shopify, square, stripe")
 	assert.NotContains(t, err.Error(), "\n")
-	assert.Equal(t, []string{"adyen", "idem", "paypal", "square", "stripe"}, testserver.DialectNames())
+	assert.Equal(t, []string{"adyen", "idem", "paypal", "shopify", "square", "stripe"}, testserver.DialectNames())
 }
 
 func TestServerDialect_RetentionDefaults(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]time.Duration{
 		"idem": testserver.DefaultRetention, "stripe": 24 * time.Hour, "paypal": 6 * time.Hour,
-		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention,
+		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention, "shopify": testserver.DefaultRetention,
 	} {
 		srv, err := testserver.New(testserver.WithServerDialect(name))
 		require.NoError(t, err)

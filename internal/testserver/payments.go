@@ -47,6 +47,8 @@ type paymentsAPI struct {
 	// formBodies takes form-encoded bodies too (formFields), for a
 	// dialect whose provider's API is form-encoded.
 	formBodies bool
+	// inventory is what the Shopify dialect's GraphQL endpoint adjusts.
+	inventory *shopifyInventory
 }
 
 // moneyRequest is the body of POST /v1/payments and POST /v1/payouts.
