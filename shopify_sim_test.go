@@ -130,6 +130,19 @@ func TestShopifyDialectAgainstItsSimulator(t *testing.T) {
 		assert.Equal(t, 1, srv.InventoryAdjustments())
 		assert.Equal(t, 2, srv.Requests())
 	})
+	t.Run("transport sends a query unkeyed", func(t *testing.T) {
+		t.Parallel()
+		srv := idemtest.NewServer(t, idemtest.WithDialect("shopify"))
+		c := newTestClient(t, WithDialect(dialect.Shopify()))
+		api := &http.Client{Transport: c.Transport()}
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/admin/api/2026-04/graphql.json", strings.NewReader(`{"query":"query { shop { name } }"}`))
+		require.NoError(t, err)
+		resp, err := api.Do(req)
+		require.NoError(t, err, "a query has no mutation to key: it is sent as it is")
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, readBody(t, resp), "directive is required", "the simulator saw no directive: none was placed")
+		assert.Equal(t, 1, srv.Requests())
+	})
 	t.Run("a body with no place for the key", func(t *testing.T) {
 		t.Parallel()
 		c := newTestClient(t, WithDialect(dialect.Shopify()))
