@@ -154,3 +154,34 @@ func TestShopifyDialectAgainstItsSimulator(t *testing.T) {
 		require.ErrorIs(t, err, dialect.ErrNoKeyPlace)
 	})
 }
+
+// A key the client wrote into the GraphQL document is not damage, and a
+// changed variable is: the stored body is checked against the fingerprint
+// of the body without the directive.
+func TestShopifyKeyInTheDocumentIsNotDamage(t *testing.T) {
+	t.Parallel()
+	for _, damaged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("damaged=%t", damaged), func(t *testing.T) {
+			t.Parallel()
+			srv := idemtest.NewServer(t, idemtest.WithDialect("shopify"))
+			store := keystore.NewMemory()
+			c := newTestClient(t, WithStore(nopCloseStore{store}), WithDialect(dialect.Shopify()))
+			in := begin(t, c, "", adjustRequest(t, srv.URL, 777, "gid://shopify/InventoryItem/1"))
+			rec, err := store.Get(context.Background(), in.Key)
+			require.NoError(t, err)
+			require.Contains(t, string(rec.Body), `@idempotent(key: \"`+in.Key+`\")`, "the stored body carries the directive")
+			if damaged {
+				rec.Body = []byte(strings.Replace(string(rec.Body), "777", "977", 1))
+				require.NoError(t, store.Update(context.Background(), rec))
+			}
+			_, err = c.Do(context.Background(), in)
+			if damaged {
+				require.ErrorIs(t, err, keystore.ErrCorrupt)
+				assert.Zero(t, srv.Requests())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, 1, srv.InventoryAdjustments())
+		})
+	}
+}
