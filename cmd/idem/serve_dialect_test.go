@@ -62,7 +62,7 @@ func TestServe_UnknownDialectIsOneLine(t *testing.T) {
 	root.SetErr(&stderr)
 	err := root.ExecuteContext(t.Context())
 	require.Error(t, err)
-	assert.Equal(t, `invalid --dialect "braintree": want one of adyen, idem, paypal, square, stripe`, err.Error())
+	assert.Equal(t, `invalid --dialect "braintree": want one of adyen, idem, paypal, shopify, square, stripe`, err.Error())
 	assert.NotContains(t, err.Error(), "\n")
 }
 
@@ -74,6 +74,6 @@ func TestServe_HelpListsDialects(t *testing.T) {
 	root.SetOut(&stdout)
 	require.NoError(t, root.Execute())
 	assert.Contains(t, stdout.String(), "--dialect")
-	assert.Contains(t, stdout.String(), "adyen, idem, paypal, square, stripe")
+	assert.Contains(t, stdout.String(), "adyen, idem, paypal, shopify, square, stripe")
 	assert.Contains(t, stdout.String(), `(default "idem")`)
 }
