@@ -73,6 +73,8 @@ func TestShopifyDialectAgainstItsSimulator(t *testing.T) {
 		_, err = second.Do(context.Background(), in)
 		require.ErrorIs(t, err, ErrKeyReused)
 		assert.Equal(t, Failed, in.State)
+		_, err = second.Do(context.Background(), in)
+		require.ErrorIs(t, err, ErrKeyReused, "the stored 200 is read again through the dialect")
 		assert.Equal(t, 1, srv.InventoryAdjustments())
 	})
 	t.Run("concurrent duplicate in progress", func(t *testing.T) {
