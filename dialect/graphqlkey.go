@@ -237,8 +237,11 @@ func mutationField(query string) (*gqldoc.Field, error) {
 	if op.Type != "mutation" {
 		return nil, graphQLKeyError("the operation is a %s, not a mutation", op.Type)
 	}
-	if len(op.Selections) != 1 || op.Selections[0].Field == nil {
+	if len(op.Selections) != 1 {
 		return nil, graphQLKeyError("the mutation selects %d fields; one key covers one mutation field", len(op.Selections))
+	}
+	if op.Selections[0].Field == nil {
+		return nil, graphQLKeyError("the mutation selects a fragment; write its field in the mutation itself")
 	}
 	return op.Selections[0].Field, nil
 }
