@@ -78,6 +78,10 @@ func shopifyDialect() Dialect {
 		// (https://shopify.dev/changelog/making-idempotency-mandatory-for-inventory-adjustments-and-refund-mutations).
 		RequireKey:   true,
 		graphQLRoute: routeShopifyGraphQL,
+		// "you should include your token as a X-Shopify-Access-Token
+		// header on all GraphQL requests" (https://shopify.dev/docs/api/admin-graphql):
+		// keys and adjustments are scoped by it.
+		tokenHeader: "X-Shopify-Access-Token",
 		// "calling these mutations without an idempotency directive will
 		// result in an error at runtime" (same page). Chosen: the error's
 		// shape is not documented; a GraphQL error, no data, 200.

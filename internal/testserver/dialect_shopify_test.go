@@ -59,12 +59,18 @@ func adjustVariables(delta int) map[string]any {
 // post sends a GraphQL request and decodes the answer.
 func (s *shopifyServer) post(t *testing.T, query string, variables map[string]any) (int, map[string]any) {
 	t.Helper()
+	return s.postAs(t, "shpat_test", query, variables)
+}
+
+// postAs is post with the access token given.
+func (s *shopifyServer) postAs(t *testing.T, token, query string, variables map[string]any) (int, map[string]any) {
+	t.Helper()
 	body, err := json.Marshal(map[string]any{"query": query, "variables": variables})
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, s.url+shopifyPath, strings.NewReader(string(body)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Shopify-Access-Token", "shpat_test")
+	req.Header.Set("X-Shopify-Access-Token", token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -206,4 +212,19 @@ func TestShopifyDialect_InlineInputAndMalformedBodies(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotEmpty(t, doc["errors"])
 	assert.Equal(t, 1, s.InventoryAdjustments())
+}
+
+// Keys are scoped by the access token Shopify's requests carry in
+// X-Shopify-Access-Token: the same key under another token is another
+// adjustment, under the same token a replay.
+func TestShopifyDialect_KeysAreScopedByTheAccessToken(t *testing.T) {
+	t.Parallel()
+	s := startShopify(t)
+	q := adjustQuery(`@idempotent(key: "shared")`)
+	_, a := s.postAs(t, "shpat_one", q, adjustVariables(1))
+	_, b := s.postAs(t, "shpat_two", q, adjustVariables(1))
+	_, a2 := s.postAs(t, "shpat_one", q, adjustVariables(1))
+	assert.Equal(t, a, a2)
+	assert.NotEqual(t, a, b)
+	assert.Equal(t, 2, s.InventoryAdjustments())
 }

@@ -52,6 +52,10 @@ type Dialect struct {
 	// member name describes, such as Shopify's GraphQL directive) and
 	// returns the body left for the handler and the fingerprint.
 	splitKey func(body []byte) (string, []byte, error)
+	// tokenHeader, when set, is the request header that carries the
+	// caller's access token instead of Authorization; the principal is
+	// read from it (tokenHeaderPrincipal).
+	tokenHeader string
 	// graphQLRoute, when set, is the path of the provider's GraphQL
 	// endpoint this server serves (shopify_graphql.go).
 	graphQLRoute string

@@ -193,7 +193,7 @@ func New(opts ...Option) (*Server, error) {
 		cfg.principalKey = processPrincipalKey()
 	}
 	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention,
-		principal: layerPrincipal(accounts, cfg.principalKey), accounts: accounts,
+		principal: tokenHeaderPrincipal(dialect.tokenHeader, layerPrincipal(accounts, cfg.principalKey)), accounts: accounts,
 		inventory: &shopifyInventory{levels: map[string]int64{}}}
 	if s.store == nil {
 		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention),
