@@ -277,14 +277,16 @@ func isVisibleASCII(s string) bool {
 // problem and an Allow header; unknown paths get a 404 problem.
 func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	api := &paymentsAPI{
-		store:       s.store,
-		now:         cfg.clock,
-		maxBody:     cfg.maxBody,
-		payoutDelay: cfg.payoutDelay,
-		logger:      cfg.logger,
-		principal:   orAnonymous(s.principal),
-		formBodies:  dialect.formBodies,
-		inventory:   s.inventory,
+		store:        s.store,
+		now:          cfg.clock,
+		maxBody:      cfg.maxBody,
+		payoutDelay:  cfg.payoutDelay,
+		logger:       cfg.logger,
+		principal:    orAnonymous(s.principal),
+		formBodies:   dialect.formBodies,
+		paymentDoc:   dialect.paymentDoc,
+		objectFields: dialect.objectFields,
+		inventory:    s.inventory,
 		// The layer below is given the same principal function.
 		heldPrincipal: true,
 	}
@@ -339,6 +341,9 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	})
 	if dialect.problemAs != nil {
 		h = reshapeProblems(h, dialect.problemAs)
+	}
+	if dialect.wrapAPI != nil {
+		h = dialect.wrapAPI(h)
 	}
 	return h
 }
