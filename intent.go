@@ -270,9 +270,10 @@ func (c *Client) carriesKeyHeader(h http.Header) bool {
 }
 
 // intentKey makes the key of a new intent whose payload is body and
-// returns it with the body to send. A dialect that carries the key in a
-// JSON body member takes the member's value when the body has one, and
-// otherwise gets a new key written into the body.
+// returns it with the body to send. A dialect that carries the key in the
+// body (a JSON member, or a place of its own such as Shopify's GraphQL
+// directive) takes the key the body already carries, and otherwise gets a
+// new key written into the body.
 func (c *Client) intentKey(body []byte, chosen string) (string, []byte, error) {
 	d := &c.cfg.dialect
 	if d.KeyInBody() {

@@ -52,7 +52,8 @@ const (
 // (PlaceGraphQLKey) and keeps one the body already holds; the fingerprint
 // is taken over the body without a key the client placed. Answers are
 // judged from the body, since the API reports failures inside 200
-// answers.
+// answers; Classify sees its first BodyPeek bytes (64 KiB), so a larger
+// answer cannot be read whole and is Unresolvable: select few fields.
 //
 // Not confirmed from a Shopify page, so left out: a limit on the key's
 // length (MaxKeyLength is Draft's 255, the client's own keys are 36
