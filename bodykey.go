@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // bodyKey returns the string value of the top-level member field of a JSON
@@ -80,4 +82,52 @@ func withoutBodyKey(body []byte, field, key string) []byte {
 	out := make([]byte, 0, len(body))
 	out = append(out, body[:open+1]...)
 	return append(out, rest...)
+}
+
+// findBodyKey returns the key a request body carries where dialect d
+// puts it (its KeyField member, or its SplitKey place), and whether it
+// carries one. A body with no such place is an ErrInvalidRequest.
+func findBodyKey(d *dialect.Dialect, body []byte) (string, bool, error) {
+	if d.KeyField != "" {
+		return bodyKey(body, d.KeyField)
+	}
+	key, _, found, err := d.SplitKey(body)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: dialect %s: %w", ErrInvalidRequest, d.Name, err)
+	}
+	return key, found, nil
+}
+
+// placeBodyKey returns body with key placed where dialect d carries it.
+func placeBodyKey(d *dialect.Dialect, body []byte, key string) ([]byte, error) {
+	if d.KeyField != "" {
+		return withBodyKey(body, d.KeyField, key)
+	}
+	out, err := d.PlaceKey(body, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dialect %s: %w", ErrInvalidRequest, d.Name, err)
+	}
+	return out, nil
+}
+
+// unplacedBody undoes placeBodyKey: body without the key placed in it,
+// or body itself when it does not carry key as placeBodyKey puts it.
+func unplacedBody(d *dialect.Dialect, body []byte, key string) []byte {
+	if d.KeyField != "" {
+		return withoutBodyKey(body, d.KeyField, key)
+	}
+	found, rest, ok, err := d.SplitKey(body)
+	if err != nil || !ok || found != key {
+		return body
+	}
+	return rest
+}
+
+// bodyKeyPlace names where dialect d carries the key in a body, for
+// errors.
+func bodyKeyPlace(d *dialect.Dialect) string {
+	if d.KeyField != "" {
+		return fmt.Sprintf("member %q", d.KeyField)
+	}
+	return "dialect " + d.Name
 }

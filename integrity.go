@@ -23,9 +23,9 @@ func (c *Client) checkIntegrity(rec *keystore.Record) error {
 	if Fingerprint(rec.Method, rec.URL, rec.Body) == rec.Fingerprint {
 		return nil
 	}
-	if f := c.cfg.dialect.KeyField; f != "" {
+	if d := &c.cfg.dialect; d.KeyInBody() {
 		// The key was written into the body after it was fingerprinted.
-		if Fingerprint(rec.Method, rec.URL, withoutBodyKey(rec.Body, f, rec.Key)) == rec.Fingerprint {
+		if Fingerprint(rec.Method, rec.URL, unplacedBody(d, rec.Body, rec.Key)) == rec.Fingerprint {
 			return nil
 		}
 	}

@@ -270,22 +270,23 @@ func (c *Client) carriesKeyHeader(h http.Header) bool {
 }
 
 // intentKey makes the key of a new intent whose payload is body and
-// returns it with the body to send. A dialect that carries the key in a
-// JSON body member takes the member's value when the body has one, and
-// otherwise gets a new key written into the body.
+// returns it with the body to send. A dialect that carries the key in the
+// body (a JSON member, or a place of its own such as Shopify's GraphQL
+// directive) takes the key the body already carries, and otherwise gets a
+// new key written into the body.
 func (c *Client) intentKey(body []byte, chosen string) (string, []byte, error) {
 	d := &c.cfg.dialect
-	if d.KeyField != "" {
-		k, ok, err := bodyKey(body, d.KeyField)
+	if d.KeyInBody() {
+		k, ok, err := findBodyKey(d, body)
 		if err != nil {
 			return "", nil, err
 		}
 		if ok {
 			if err := d.CheckKey(k); err != nil {
-				return "", nil, fmt.Errorf("%w: body member %q: %v", ErrInvalidRequest, d.KeyField, err)
+				return "", nil, fmt.Errorf("%w: the key in the body (%s): %v", ErrInvalidRequest, bodyKeyPlace(d), err)
 			}
 			if chosen != "" && chosen != k {
-				return "", nil, fmt.Errorf("%w: WithIntentKey and the body member %q give two keys", ErrInvalidRequest, d.KeyField)
+				return "", nil, fmt.Errorf("%w: WithIntentKey and the body (%s) give two keys", ErrInvalidRequest, bodyKeyPlace(d))
 			}
 			return k, body, nil
 		}
@@ -304,9 +305,9 @@ func (c *Client) intentKey(body []byte, chosen string) (string, []byte, error) {
 			return "", nil, fmt.Errorf("idem: key generator returned an invalid key: %w", err)
 		}
 	}
-	if d.KeyField != "" {
+	if d.KeyInBody() {
 		var err error
-		if body, err = withBodyKey(body, d.KeyField, key); err != nil {
+		if body, err = placeBodyKey(d, body, key); err != nil {
 			return "", nil, err
 		}
 	}

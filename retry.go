@@ -105,7 +105,8 @@ func outcomeOfVerdict(v dialect.Verdict) outcome {
 // its status alone.
 //
 // A response, when there is one, wins over err: the server answered. For a
-// non-2xx keyed answer, classify shows the dialect at most
+// non-2xx keyed answer (any, for a dialect with SuccessBodies), classify
+// shows the dialect at most
 // dialect.BodyPeek bytes of the body and puts them back, so resp.Body
 // still yields the whole body.
 //
@@ -118,7 +119,7 @@ func outcomeOfVerdict(v dialect.Verdict) outcome {
 func classify(d *dialect.Dialect, method string, keyed bool, resp *http.Response, err error) outcome {
 	if resp != nil {
 		if keyed {
-			return outcomeOfVerdict(d.Classify(answerOf(method, resp)))
+			return outcomeOfVerdict(d.Classify(answerOf(d, method, resp)))
 		}
 		return classifyUnkeyed(method, resp.StatusCode)
 	}
@@ -160,12 +161,13 @@ func classifyUnkeyed(method string, code int) outcome {
 	return outcomeRefused
 }
 
-// answerOf is what a dialect is shown of resp: its status and header and,
-// for a non-2xx answer, the first dialect.BodyPeek bytes of its body,
-// which are put back so resp.Body still yields the whole body.
-func answerOf(method string, resp *http.Response) dialect.Answer {
+// answerOf is what dialect d is shown of resp: its status and header and,
+// for a non-2xx answer (any answer when d.SuccessBodies), the first
+// dialect.BodyPeek bytes of its body, which are put back so resp.Body
+// still yields the whole body.
+func answerOf(d *dialect.Dialect, method string, resp *http.Response) dialect.Answer {
 	a := dialect.Answer{Method: method, Status: resp.StatusCode, Header: resp.Header}
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && !d.SuccessBodies {
 		return a
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {

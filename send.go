@@ -248,7 +248,8 @@ func (p *attemptPolicy) inProgressOfAnother(method string, resp *http.Response) 
 	if !p.cl.freshKey || p.res.attempts != 1 || resp == nil || resp.StatusCode < 400 {
 		return false
 	}
-	return p.c.cfg.dialect.Classify(answerOf(method, resp)) == dialect.InProgress
+	d := &p.c.cfg.dialect
+	return d.Classify(answerOf(d, method, resp)) == dialect.InProgress
 }
 
 // retriedBodyLimit bounds how much of a retried answer's body is read

@@ -85,7 +85,8 @@ func (t *telemetry) judge(ctx context.Context, p *attemptPolicy, resp *http.Resp
 	if resp != nil && p.cl.keyed {
 		// The dialect's own verdict tells an in-progress or key-reused
 		// answer apart, which the outcome folds into retry or final.
-		verdict = p.c.cfg.dialect.Classify(answerOf(p.cl.req.Method, resp))
+		d := &p.c.cfg.dialect
+		verdict = d.Classify(answerOf(d, p.cl.req.Method, resp))
 	}
 	retry, stop := p.check(ctx, resp, err)
 	t.attemptDone(ctx, p, resp, err, verdict, retry)

@@ -1,8 +1,11 @@
 package idem
 
 import (
+	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // Transport returns an http.RoundTripper that makes an existing API client
@@ -30,7 +33,9 @@ import (
 // an error matching ErrOutcomeUnknown. A caller's own key is kept, in the
 // dialect's header under any spelling; a method the transport does not
 // key (anything but POST and PATCH) is retried only when it is idempotent
-// or the answer says it was not executed.
+// or the answer says it was not executed. Under a dialect that places the
+// key in the body by a function (dialect.Shopify), a body with no place
+// for one (a GraphQL query) goes out unkeyed, like such a method.
 func (c *Client) Transport() http.RoundTripper {
 	if c.checkOpen() == ErrClientNotOpen {
 		return &transport{c: c} // every RoundTrip says so
@@ -88,8 +93,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // transportCall is the call Transport makes of out: keyed with the key the
-// caller gave (in the dialect's header under any spelling, or its body
-// member), or with a new one for POST and PATCH.
+// caller gave (in the dialect's header under any spelling, or its place
+// in the body), or with a new one for POST and PATCH.
 func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) (*call, error) {
 	cl := &call{req: out, body: body, client: hc}
 	d := &c.cfg.dialect
@@ -100,8 +105,15 @@ func (c *Client) transportCall(out *http.Request, body []byte, hc *http.Client) 
 			}
 		}
 	} else if len(body) > 0 {
-		if k, ok, err := bodyKey(body, d.KeyField); err == nil && ok {
+		k, ok, err := findBodyKey(d, body)
+		if err == nil && ok {
 			cl.keyed, cl.logID = true, k
+		}
+		if d.PlaceKey != nil && errors.Is(err, dialect.ErrNoKeyPlace) {
+			// A GraphQL query, say: no mutation to key. It goes out
+			// unkeyed, as a plain transport would send it, and is
+			// resent only when the answer proves it did not run.
+			return cl, nil
 		}
 	}
 	if cl.keyed || (out.Method != http.MethodPost && out.Method != http.MethodPatch) {

@@ -153,13 +153,31 @@ type Dialect struct {
 	Name string
 	// KeyHeader is the request header that carries the key, such as
 	// "Idempotency-Key". Empty when the key travels in the body
-	// (KeyField).
+	// (KeyField, or PlaceKey).
 	KeyHeader string
 	// KeyField is the top-level member of a JSON object body that
 	// carries the key (Square's "idempotency_key"). Empty when the key
 	// travels in a header. A body that already holds the member keeps
 	// its value as the intent's key.
 	KeyField string
+	// PlaceKey writes key into a request body that carries none, for a
+	// provider whose key travels in the body at a place no member name
+	// describes (Shopify's GraphQL @idempotent directive). Set it with
+	// SplitKey, and leave KeyHeader and KeyField empty. Its errors match
+	// ErrNoKeyPlace when the body has no place for a key.
+	PlaceKey func(body []byte, key string) ([]byte, error)
+	// SplitKey reads the key a request body carries at PlaceKey's place:
+	// the key, the body without it, and whether there is one. For a key
+	// PlaceKey placed, rest is byte for byte the body PlaceKey was given,
+	// so that the body can be checked against a fingerprint taken before
+	// the key was placed. Its errors match ErrNoKeyPlace when the body
+	// has no place for a key (not a GraphQL request, say), or a key in a
+	// form it cannot read.
+	SplitKey func(body []byte) (key string, rest []byte, found bool, err error)
+	// SuccessBodies shows Classify the first BodyPeek bytes of 2xx
+	// bodies too, for an API that reports failures inside a 200 answer
+	// (GraphQL's errors and userErrors).
+	SuccessBodies bool
 	// QuotedKey sends the key as an RFC 8941 Structured Field String
 	// ("…", with " and \ escaped), the form the IETF draft defines.
 	QuotedKey bool
@@ -193,16 +211,25 @@ type Dialect struct {
 // Validate reports what makes d unusable, or nil.
 func (d Dialect) Validate() error {
 	var problems []string
+	places := 0
+	for _, set := range []bool{d.KeyHeader != "", d.KeyField != "", d.PlaceKey != nil || d.SplitKey != nil} {
+		if set {
+			places++
+		}
+	}
 	switch {
-	case d.KeyHeader == "" && d.KeyField == "":
-		problems = append(problems, "neither KeyHeader nor KeyField is set")
-	case d.KeyHeader != "" && d.KeyField != "":
-		problems = append(problems, "both KeyHeader and KeyField are set")
+	case places == 0:
+		problems = append(problems, "none of KeyHeader, KeyField and PlaceKey is set")
+	case places > 1:
+		problems = append(problems, "more than one of KeyHeader, KeyField and PlaceKey is set")
+	}
+	if (d.PlaceKey == nil) != (d.SplitKey == nil) {
+		problems = append(problems, "PlaceKey and SplitKey go together")
 	}
 	if d.KeyHeader != "" && !validHeaderName(d.KeyHeader) {
 		problems = append(problems, fmt.Sprintf("KeyHeader %q is not a valid header name", d.KeyHeader))
 	}
-	if d.KeyField != "" && d.QuotedKey {
+	if d.KeyHeader == "" && d.QuotedKey {
 		problems = append(problems, "QuotedKey applies to a header key only")
 	}
 	for _, name := range d.SecretHeaders {
@@ -234,6 +261,17 @@ func (d Dialect) Validate() error {
 	}
 	return fmt.Errorf("dialect %s: %s", name, strings.Join(problems, "; "))
 }
+
+// KeyInBody reports whether the key travels in the request body
+// (KeyField or PlaceKey) rather than in a header.
+func (d Dialect) KeyInBody() bool {
+	return d.KeyField != "" || d.PlaceKey != nil
+}
+
+// ErrNoKeyPlace is what the errors of a dialect's PlaceKey and SplitKey
+// match when a request body has no place for the key, or holds one in a
+// form the dialect cannot read.
+var ErrNoKeyPlace = errors.New("the request body has no place for the idempotency key")
 
 // ErrInvalidKey is what CheckKey's errors match.
 var ErrInvalidKey = errors.New("invalid idempotency key")

@@ -13,6 +13,10 @@
 //	d.KeyHeader = "X-Acme-Request-Id"
 //	d.MaxKeyLength = 64
 //
+// A key travels in a header (KeyHeader), in a JSON body member (KeyField),
+// or where a function puts it (PlaceKey and SplitKey): Shopify's sits in
+// an @idempotent(key:) directive inside the GraphQL document of the body.
+//
 // # Verdicts
 //
 // Classify turns one answer into a Verdict. The verdicts are about the
@@ -24,8 +28,8 @@
 //
 // Shipped dialects: Draft (the default: IETF
 // draft-ietf-httpapi-idempotency-key-header-07 and this project's
-// protocol), Stripe, StripeV2 (Stripe's API v2), PayPal, Adyen, Square and
-// Checkout (Checkout.com). Each provider rule cites the page of the
+// protocol), Stripe, StripeV2 (Stripe's API v2), PayPal, Adyen, Square,
+// Checkout (Checkout.com) and Shopify. Each provider rule cites the page of the
 // provider's documentation it comes from; a rule that could not be
 // confirmed from a page is left out, and the Draft rules apply instead.
 package dialect

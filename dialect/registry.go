@@ -12,6 +12,7 @@ var builtins = map[string]func() Dialect{
 	"checkout":  Checkout,
 	"draft":     Draft,
 	"paypal":    PayPal,
+	"shopify":   Shopify,
 	"square":    Square,
 	"stripe":    Stripe,
 	"stripe-v2": StripeV2,

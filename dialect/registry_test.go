@@ -100,7 +100,7 @@ func TestByNameProviders(t *testing.T) {
 			t.Errorf("ByName(%q).KeyHeader = %q, want %q", name, d.KeyHeader, header)
 		}
 	}
-	if got := strings.Join(Names(), ","); got != "adyen,checkout,draft,paypal,square,stripe,stripe-v2" {
+	if got := strings.Join(Names(), ","); got != "adyen,checkout,draft,paypal,shopify,square,stripe,stripe-v2" {
 		t.Errorf("Names = %s", got)
 	}
 	if _, err := ByName("braintree"); err == nil {

@@ -3,6 +3,8 @@ package idemtest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -41,6 +43,14 @@ var documentedRules = map[string]dialectRules{
 	"checkout": {requireKey: false, fingerprints: false},
 }
 
+// ErrDialectNotGradable is returned by RunConformance (and idem check) for
+// a dialect whose key the checks cannot place: the key travels at a place
+// in the body only the dialect's own function knows (Shopify's GraphQL
+// @idempotent directive), and its answers are judged from GraphQL
+// documents, not from the statuses and error documents the checks grade.
+// Grading it would report failures that are not the server's.
+var ErrDialectNotGradable = errors.New("idemtest: the conformance checks cannot grade this dialect")
+
 // lookupDialect returns the dialect to grade against: Draft for "" and
 // for "idem", this project's name for the draft's profile.
 func lookupDialect(name string) (dialect.Dialect, dialectRules, error) {
@@ -50,6 +60,10 @@ func lookupDialect(name string) (dialect.Dialect, dialectRules, error) {
 	d, err := dialect.ByName(name)
 	if err != nil {
 		return dialect.Dialect{}, dialectRules{}, err
+	}
+	if d.PlaceKey != nil {
+		return dialect.Dialect{}, dialectRules{}, fmt.Errorf("%w: %s carries its key in a GraphQL directive and answers 200 with errors inside the body; "+
+			"the checks send JSON bodies to a REST endpoint and grade statuses", ErrDialectNotGradable, d.Name)
 	}
 	rules, ok := documentedRules[d.Name]
 	if !ok {

@@ -68,8 +68,12 @@ func WithMaxBody(n int64) Option {
 
 // WithDialect makes the server speak a provider's idempotency dialect
 // instead of this project's: "stripe", "stripe-v2", "paypal", "adyen",
-// "square", "checkout" (Checkout.com) or the default "idem"
-// (testserver.DialectNames lists them). Each is simulated
+// "square", "checkout" (Checkout.com), "shopify" or the default "idem"
+// (testserver.DialectNames lists them). "shopify" adds Shopify's Admin
+// GraphQL endpoint, POST /admin/api/2026-04/graphql.json, serving
+// inventoryAdjustQuantities with its key in an @idempotent(key:) directive
+// (count its effects with InventoryAdjustments); the payments routes then
+// take no key. Each is simulated
 // from the provider's documentation: where the key travels (a header, or
 // Square's idempotency_key body field), its length limit, the provider's
 // error documents for a missing, reused or in-flight key and for every

@@ -114,6 +114,11 @@ func (s *Server) PaymentCount() int {
 	return n
 }
 
+// InventoryAdjustments returns how many inventory adjustment groups the
+// Shopify dialect's GraphQL endpoint (POST
+// /admin/api/2026-04/graphql.json, WithDialect("shopify")) has made.
+func (s *Server) InventoryAdjustments() int { return s.ref.InventoryAdjustments() }
+
 // Payments returns the payments made with the bearer token ("" for
 // requests without Authorization), newest first; under WithAccounts, the
 // payments of the token's account, made with any of its tokens. A token

@@ -75,6 +75,9 @@ operation, success or an error"). --json gives each such check the sentence
 it goes beyond, as "quote". --dialect grades a provider's documented
 semantics instead (` + strings.Join(dialect.Names(), ", ") + `), with the
 draft profile only: the idem profile with a provider dialect is refused.
+--dialect shopify is refused too (exit 2): its key travels in a GraphQL
+directive and its answers are GraphQL documents, which these checks do not
+grade.
 
 The checks create resources on the server. Exit status: 0 every check
 passed, 1 a check failed (or, with --strict, was skipped), 2 the check could
@@ -216,6 +219,13 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 		// and dropping it silently would pass what was never graded.
 		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --profile idem with --dialect %s: %w; drop --profile idem "+
 			"(the draft profile grades %s's documented semantics)", d.Name, idemtest.ErrProfileNotForDialect, d.Name)
+	}
+	if err == nil && d.PlaceKey != nil {
+		// The checks place keys in headers or JSON members and grade
+		// statuses; a GraphQL directive key and 200-with-errors answers
+		// would be graded wrong.
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --dialect %s: %w: its key travels in a GraphQL @idempotent directive "+
+			"and its answers are GraphQL documents; test a client against `idem serve --dialect %s` instead", d.Name, idemtest.ErrDialectNotGradable, d.Name)
 	}
 	list := f.listEndpoint
 	if list == "" {

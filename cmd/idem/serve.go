@@ -111,6 +111,9 @@ command is disabled is used with a warning.
 the same payments API, simulated from that provider's documentation: where
 the key travels, its limits, the error documents, what is replayed and for
 how long (` + dialectList + `; default ` + testserver.DefaultDialect + `).
+shopify serves Shopify's Admin GraphQL endpoint instead, POST
+/admin/api/2026-04/graphql.json, with inventoryAdjustQuantities keyed by an
+@idempotent(key:) directive.
 
 Faults can be armed at start with the --fail-next, --lose-next, --reset-next,
 --handler-delay and --crash-after-commit flags, and at run time through

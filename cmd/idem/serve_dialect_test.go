@@ -64,7 +64,7 @@ func TestServe_UnknownDialectIsOneLine(t *testing.T) {
 	root.SetErr(&stderr)
 	err := root.ExecuteContext(t.Context())
 	require.Error(t, err)
-	assert.Equal(t, `invalid --dialect "braintree": want one of adyen, checkout, idem, paypal, square, stripe, stripe-v2`, err.Error())
+	assert.Equal(t, `invalid --dialect "braintree": want one of adyen, checkout, idem, paypal, shopify, square, stripe, stripe-v2`, err.Error())
 	assert.NotContains(t, err.Error(), "\n")
 }
 
@@ -76,7 +76,7 @@ func TestServe_HelpListsDialects(t *testing.T) {
 	root.SetOut(&stdout)
 	require.NoError(t, root.Execute())
 	assert.Contains(t, stdout.String(), "--dialect")
-	assert.Contains(t, stdout.String(), "adyen, checkout, idem, paypal, square, stripe")
+	assert.Contains(t, stdout.String(), "adyen, checkout, idem, paypal, shopify, square, stripe")
 	assert.Contains(t, stdout.String(), `(default "idem")`)
 }
 

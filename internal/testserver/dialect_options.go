@@ -14,7 +14,9 @@ import (
 // unless told otherwise).
 func (d Dialect) serverOptions() []server.Option {
 	opts := []server.Option{server.WithAnswers(dialectAnswers{&d})}
-	if d.KeyField != "" {
+	if d.splitKey != nil {
+		opts = append(opts, server.WithBodyKey(d.splitKey))
+	} else if d.KeyField != "" {
 		opts = append(opts, server.WithBodyKey(func(body []byte) (string, []byte, error) {
 			return server.SplitKeyField(body, d.KeyField, d.MaxKeyLength)
 		}))

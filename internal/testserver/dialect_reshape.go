@@ -13,7 +13,8 @@ import (
 // problems) the dialect's error document, as shape gives it for the
 // problem's status, with the headers header adds (nil adds none). Other
 // answers pass untouched. The admin API is this project's, not the
-// provider's, and keeps its problems.
+// provider's, and keeps its problems; /admin/api/ is Shopify's Admin API,
+// and is reshaped.
 func reshapeProblems(next http.Handler, shape func(status int, p Problem) any, header func(h http.Header, status int, p Problem)) http.Handler {
 	return reshapeProblemsWith(next, func(w http.ResponseWriter, status int, p Problem) {
 		if header != nil {
@@ -28,7 +29,7 @@ func reshapeProblems(next http.Handler, shape func(status int, p Problem) any, h
 // full (status, headers and body).
 func reshapeProblemsWith(next http.Handler, write func(w http.ResponseWriter, status int, p Problem)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/admin/") {
+		if strings.HasPrefix(r.URL.Path, "/admin/") && !strings.HasPrefix(r.URL.Path, "/admin/api/") {
 			next.ServeHTTP(w, r)
 			return
 		}

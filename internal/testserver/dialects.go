@@ -48,6 +48,17 @@ type Dialect struct {
 	// documented to return the first request's result for the key alone.
 	ReplayMismatch bool
 
+	// splitKey, when set, takes the key out of the body (a place no
+	// member name describes, such as Shopify's GraphQL directive) and
+	// returns the body left for the handler and the fingerprint.
+	splitKey func(body []byte) (string, []byte, error)
+	// tokenHeader, when set, is the request header that carries the
+	// caller's access token instead of Authorization; the principal is
+	// read from it (tokenHeaderPrincipal).
+	tokenHeader string
+	// graphQLRoute, when set, is the path of the provider's GraphQL
+	// endpoint this server serves (shopify_graphql.go).
+	graphQLRoute string
 	// parseKey reads the key header values; nil means plainHeaderKey.
 	parseKey func(d *Dialect, values []string) (string, error)
 	// echoKey copies the accepted key onto every answer, in KeyHeader.
@@ -90,7 +101,7 @@ type Dialect struct {
 // name. A function rather than a table so that each provider's file
 // defines its own value and no package-level initialisation order matters.
 func builtinDialects() []Dialect {
-	return []Dialect{adyenDialect(), checkoutDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect(), stripeV2Dialect()}
+	return []Dialect{adyenDialect(), checkoutDialect(), idemDialect(), paypalDialect(), shopifyDialect(), squareDialect(), stripeDialect(), stripeV2Dialect()}
 }
 
 // DialectNames returns the names LookupDialect accepts, sorted.

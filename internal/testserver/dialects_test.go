@@ -432,16 +432,16 @@ func TestServerDialect_UnknownNameListsTheKnownOnes(t *testing.T) {
 	_, err := testserver.New(testserver.WithServerDialect("braintree"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown dialect "braintree"`)
-	assert.Contains(t, err.Error(), "adyen, checkout, idem, paypal, square, stripe, stripe-v2")
+	assert.Contains(t, err.Error(), "adyen, checkout, idem, paypal, shopify, square, stripe, stripe-v2")
 	assert.NotContains(t, err.Error(), "\n")
-	assert.Equal(t, []string{"adyen", "checkout", "idem", "paypal", "square", "stripe", "stripe-v2"}, testserver.DialectNames())
+	assert.Equal(t, []string{"adyen", "checkout", "idem", "paypal", "shopify", "square", "stripe", "stripe-v2"}, testserver.DialectNames())
 }
 
 func TestServerDialect_RetentionDefaults(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]time.Duration{
 		"idem": testserver.DefaultRetention, "stripe": 24 * time.Hour, "stripe-v2": 30 * 24 * time.Hour, "paypal": 6 * time.Hour,
-		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention, "checkout": 24 * time.Hour,
+		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention, "checkout": 24 * time.Hour, "shopify": testserver.DefaultRetention,
 	} {
 		srv, err := testserver.New(testserver.WithServerDialect(name))
 		require.NoError(t, err)

@@ -50,6 +50,8 @@ type paymentsAPI struct {
 	// paymentDoc and objectFields are the dialect's (see Dialect).
 	paymentDoc   func(Payment) any
 	objectFields []string
+	// inventory is what the Shopify dialect's GraphQL endpoint adjusts.
+	inventory *shopifyInventory
 }
 
 // doc is p as the dialect's provider shows it.

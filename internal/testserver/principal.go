@@ -91,3 +91,23 @@ func (s *Server) PrincipalOf(token string) string {
 	}
 	return p
 }
+
+// tokenHeaderPrincipal is p for a request whose access token travels in
+// the header name (Shopify's X-Shopify-Access-Token) rather than in
+// Authorization: the token is read as if it were a bearer token, so it is
+// keyed and scoped the same way. A request without the header goes to p
+// as it is; an empty name returns p.
+func tokenHeaderPrincipal(name string, p server.PrincipalFunc) server.PrincipalFunc {
+	if name == "" {
+		return p
+	}
+	return func(r *http.Request) (string, error) {
+		token := r.Header.Get(name)
+		if token == "" {
+			return p(r)
+		}
+		as := r.Clone(r.Context())
+		as.Header = http.Header{"Authorization": {"Bearer " + token}}
+		return p(as)
+	}
+}

@@ -35,6 +35,7 @@ type Server struct {
 	faults    *Faults
 	guarded   atomic.Int64
 	principal server.PrincipalFunc // the layer's (layerPrincipal)
+	inventory *shopifyInventory    // the Shopify endpoint's quantities
 	accounts  accountBook          // nil without WithAccounts
 
 	stopSweeper context.CancelFunc
@@ -192,7 +193,8 @@ func New(opts ...Option) (*Server, error) {
 		cfg.principalKey = processPrincipalKey()
 	}
 	s := &Server{store: cfg.store, faults: &Faults{}, dialect: dialect, retention: cfg.retention,
-		principal: layerPrincipal(accounts, cfg.principalKey), accounts: accounts}
+		principal: tokenHeaderPrincipal(dialect.tokenHeader, layerPrincipal(accounts, cfg.principalKey)), accounts: accounts,
+		inventory: &shopifyInventory{levels: map[string]int64{}}}
 	if s.store == nil {
 		s.store = NewMemoryStore(WithClock(cfg.clock), WithReservationGrace(cfg.retention),
 			WithCapacity(cfg.memRecords, cfg.memBytes))
@@ -284,6 +286,7 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		formBodies:   dialect.formBodies,
 		paymentDoc:   dialect.paymentDoc,
 		objectFields: dialect.objectFields,
+		inventory:    s.inventory,
 		// The layer below is given the same principal function.
 		heldPrincipal: true,
 	}
@@ -315,6 +318,11 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	handleMethods(mux, "/v1/operations/{id}", map[string]http.Handler{
 		http.MethodGet: auth(http.HandlerFunc(api.getOperation)),
 	})
+	if dialect.graphQLRoute != "" {
+		handleMethods(mux, dialect.graphQLRoute, map[string]http.Handler{
+			http.MethodPost: guard(dialect.graphQLRoute, api.shopifyGraphQL),
+		})
+	}
 	if cfg.adminToken != "" && !cfg.adminApart {
 		s.handleAdmin(mux, cfg)
 	}
@@ -394,9 +402,17 @@ func (s *Server) Dialect() Dialect { return s.dialect }
 // option given, else the dialect's, else DefaultRetention.
 func (s *Server) Retention() time.Duration { return s.retention }
 
-// GuardedRequests returns how many guarded requests (POST to /v1/payments
-// and /v1/payouts) have arrived, faulted ones included: one per attempt.
+// GuardedRequests returns how many guarded requests (POST to /v1/payments,
+// /v1/payouts and a dialect's GraphQL endpoint) have arrived, faulted ones included: one per attempt.
 func (s *Server) GuardedRequests() int { return int(s.guarded.Load()) }
+
+// InventoryAdjustments returns how many inventory adjustment groups the
+// Shopify dialect's GraphQL endpoint has made.
+func (s *Server) InventoryAdjustments() int {
+	s.inventory.mu.Lock()
+	defer s.inventory.mu.Unlock()
+	return s.inventory.groups
+}
 
 // Close stops the sweeper and closes the store if New created it. A store
 // given with WithStore stays open. Close is safe to call more than once.
