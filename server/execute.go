@@ -55,13 +55,15 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	defer capture.recycle()
 	capture.finish()
-	if !held.Completed() {
-		if m.settleCaptured(r, capture, held, release, log) {
-			// A newer request took the key over: this answer is not the
-			// key's. The retry the 409 asks for gets the stored one.
-			m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
-			return
-		}
+	if held.Completed() {
+		// The handler stored this answer with its effect (Held.Completion):
+		// it is kept for the retention like one the layer stored.
+		setKeyExpires(capture.header, time.Now().Add(m.cfg.retention))
+	} else if m.settleCaptured(r, capture, held, release, log) {
+		// A newer request took the key over: this answer is not the
+		// key's. The retry the 409 asks for gets the stored one.
+		m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
+		return
 	}
 	writeCaptured(w, capture)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server"
 )
 
 // dialectCase is what one provider dialect answers, as the tests check it.
@@ -279,6 +280,13 @@ func TestDialects_FirstReplayAndReuse(t *testing.T) {
 			assert.Equal(t, first.body, replay.body, "a replay is the first answer's bytes")
 			assert.Equal(t, first.header.Get("Location"), replay.header.Get("Location"))
 			dc.checkReplay(t, replay)
+			for _, a := range []answer{first, replay} {
+				if dc.name == testserver.DefaultDialect {
+					assert.NotEmpty(t, a.header.Get(server.KeyExpiresHeader), "this project's own header")
+				} else {
+					assert.Empty(t, a.header.Get(server.KeyExpiresHeader), "no provider documents %s", server.KeyExpiresHeader)
+				}
+			}
 
 			dc.checkReused(t, s.pay(t, "order-42", 1001), replay)
 			assert.Equal(t, 1, s.payments(t), "one key, one payment")
