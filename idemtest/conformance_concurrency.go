@@ -27,16 +27,20 @@ type burstTally struct {
 	heldSlowed, heldFree, freeBursts int
 }
 
-// lockAndWait reports whether the bursts show a server that holds
-// duplicates until their original finishes. One slowed burst is enough:
-// its original is known to run long. Bursts at the server's own speed
-// must show it in most of them, since a loaded host that stalls one burst
-// makes its answers arrive late and together just the same.
+// lockAndWait reports whether the bursts prove a server that holds
+// duplicates until their original finishes: a burst slowed by the Hold
+// hook, whose original is known to run long, had every duplicate answered
+// with its result, together, as late as it finished, and none refused.
 func (t burstTally) lockAndWait() bool {
-	if t.refused > 0 {
-		return false
-	}
-	return t.heldSlowed > 0 || (t.heldFree > 0 && 2*t.heldFree > t.freeBursts)
+	return t.refused == 0 && t.heldSlowed > 0
+}
+
+// lockAndWaitHint reports whether the answer times of bursts at the
+// server's own speed look like lock-and-wait in most of them. Timing alone
+// proves nothing (a loaded host that stalls a burst makes its answers
+// arrive late and together just the same), so this is never a verdict.
+func (t burstTally) lockAndWaitHint() bool {
+	return t.refused == 0 && t.heldFree > 0 && 2*t.heldFree > t.freeBursts
 }
 
 // checkConcurrent sends Bursts bursts of Concurrency duplicates, each over
@@ -64,7 +68,7 @@ func (r *conformanceRun) checkConcurrent(ctx context.Context) verdict {
 			return fail("%v", err)
 		}
 	}
-	r.lockWait = t.lockAndWait()
+	r.lockWait, r.lockWaitHint = t.lockAndWait(), t.lockAndWaitHint()
 	tally := fmt.Sprintf("%d bursts of %d duplicates: %d answered 2xx, %d refused in progress",
 		t.bursts, r.cfg.concurrency, t.ok, t.refused)
 	switch {
@@ -75,6 +79,8 @@ func (r *conformanceRun) checkConcurrent(ctx context.Context) verdict {
 		return fail("%s; unexpected answers: %s", tally, joinDefects(t.unexpected))
 	case r.lockWait:
 		return pass("one effect per key; %s; duplicates waited for the original (lock-and-wait)", tally)
+	case r.lockWaitHint:
+		return pass("one effect per key; %s; the answer times suggest duplicates waited for the original", tally)
 	}
 	return pass("one effect per key; %s", tally)
 }
@@ -207,7 +213,10 @@ func (r *conformanceRun) burst(ctx context.Context, o outgoing, n int) ([]exchan
 }
 
 // checkInProgress: a duplicate that arrives while its original executes
-// should be refused (draft-07 §2.7: 409), not executed and not held.
+// should be refused (draft-07 §2.7: 409), not executed and not held. It
+// fails only on proof: a duplicate of an original the server was made to
+// hold was answered with the original's result after waiting for it.
+// Whatever could not be provoked or proven is a skip, never a failure.
 func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 	canSlow := r.cfg.hold != nil || r.cfg.slowHeader != nil
 	if len(r.conflicts) == 0 && !r.lockWait && r.firstOK && canSlow {
@@ -216,8 +225,6 @@ func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 		}
 	}
 	switch {
-	case r.holdErr != nil:
-		return fail("the Hold hook could not slow the server: %v", r.holdErr)
 	case len(r.conflicts) > 0:
 		return pass("%d duplicates refused while the original executed (%s)", len(r.conflicts), r.conflicts[0].summary())
 	case !r.firstOK:
@@ -225,8 +232,14 @@ func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 	case r.lockWait:
 		return fail("duplicates sent while the original executed were held until it finished and then given its answer " +
 			"(lock-and-wait); none was refused in progress (409)")
+	case r.holdErr != nil:
+		return skip("the Hold hook could not slow the server, so no duplicate could be sent while its original ran: %v", r.holdErr)
 	case canSlow:
-		return fail("a duplicate of a request held on the server was never refused in progress")
+		return skip("no duplicate was seen to meet its original still executing, though the server was asked to hold it " +
+			"(is the slow header or admin token in effect?)")
+	case r.lockWaitHint:
+		return skip("the answer times suggest duplicates wait for their original (lock-and-wait), which timing alone " +
+			"cannot prove; give a way to slow the server (--slow-header, --admin-token) to judge")
 	}
 	r.quickestMu.Lock()
 	quickest := r.quickest
@@ -236,7 +249,9 @@ func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 }
 
 // provokeInProgress sends an original (slowed by SlowHeader or Hold) and
-// duplicates of it until one of the two sides is refused in progress.
+// duplicates of it until one of the two sides is refused in progress. A
+// duplicate answered with the original's result after waiting as long as
+// the original ran proves lock-and-wait (r.lockWait).
 func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 	release := r.hold(ctx)
 	defer release()
@@ -258,6 +273,7 @@ func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 			done <- answer{e, err}
 		}()
 		var got *answer
+		var dups []exchange
 		for got == nil {
 			dup, err := r.post(ctx, duplicate)
 			if err != nil {
@@ -268,6 +284,7 @@ func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 				r.conflicts = append(r.conflicts, dup)
 				break
 			}
+			dups = append(dups, dup)
 			select {
 			case a := <-done:
 				got = &a
@@ -287,8 +304,28 @@ func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 		if len(r.conflicts) > 0 {
 			return nil
 		}
+		if r.waitedForOriginal(dups, got.e) {
+			r.lockWait = true
+			return nil
+		}
 	}
 	return nil
+}
+
+// waitedForOriginal reports whether one of dups, sent before the original's
+// answer came back, got the original's result only after waiting at least
+// half of the rest of the original's run (and lockFloorHeld): it was held
+// on the original, not answered from a finished record.
+func (r *conformanceRun) waitedForOriginal(dups []exchange, original exchange) bool {
+	for _, d := range dups {
+		if !d.success() || !r.cfg.repeats(d, original) || !d.sent.Before(original.answered) {
+			continue
+		}
+		if d.took() >= lockFloorHeld && 2*d.took() >= original.answered.Sub(d.sent) {
+			return true
+		}
+	}
+	return false
 }
 
 // sortedKeys lists a set's members in order, for a stable detail.
