@@ -58,8 +58,8 @@ var draftSources = map[string]source{
 	CheckValidKeys: {level: LevelIdem, ref: "draft-07 §2.1; PROTOCOL.md, Request header (idem profile)", quote: draftSyntax,
 		note: "The draft leaves a key's format to the server (§5 recommends a fixed, published one), so keys of 1, 36 " +
 			"and 255 characters being accepted is this project's rule (PROTOCOL.md: 1–255 characters of visible ASCII)."},
-	CheckReplay:    {level: LevelShould, ref: "draft-07 §2.6", quote: draftRetry},
-	CheckKeyReuse:  {level: LevelShould, ref: "draft-07 §2.7", quote: draftReuse},
+	CheckReplay:   {level: LevelShould, ref: "draft-07 §2.6", quote: draftRetry},
+	CheckKeyReuse: {level: LevelShould, ref: "draft-07 §2.7", quote: draftReuse},
 	CheckMissingKey: {level: LevelIdem, ref: "draft-07 §2.7; PROTOCOL.md, Server behaviour (idem profile)", quote: draftMissing,
 		note: "The draft asks for 400 only where a key is documented as required; this grades the reference API's " +
 			"rule that every guarded operation requires one."},
@@ -78,9 +78,9 @@ var draftSources = map[string]source{
 	CheckProblemDetails: {level: LevelAdvice, ref: "draft-07 §2.7; RFC 9457 §3", quote: draftProblemExample,
 		note: "The draft shows problem documents in its examples without asking for them: advice for the draft " +
 			"profile; the idem profile grades PROTOCOL.md's rule that errors are RFC 9457 problems."},
-	CheckReplayHeader:  {level: LevelIdem, ref: refProtocolTable, quote: protocolReplayHeader},
-	CheckProblemTypes:  {level: LevelIdem, ref: refProtocolTable, quote: protocolProblemTypes},
-	CheckRetryAfter:    {level: LevelIdem, ref: refProtocolTable, quote: protocolRetryAfter},
+	CheckReplayHeader: {level: LevelIdem, ref: refProtocolTable, quote: protocolReplayHeader},
+	CheckProblemTypes: {level: LevelIdem, ref: refProtocolTable, quote: protocolProblemTypes},
+	CheckRetryAfter:   {level: LevelIdem, ref: refProtocolTable, quote: protocolRetryAfter},
 	CheckRequestTarget: {level: LevelIdem, ref: "draft-07 §2.4; PROTOCOL.md Choice 36 (idem profile)", quote: draftFingerprint,
 		note: "The draft leaves the fingerprint to the server; this grades this project's, which holds the request " +
 			"target: a used key sent to another query or path value is key reuse (422)."},
