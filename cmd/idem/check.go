@@ -369,12 +369,12 @@ func writeCheckTable(out io.Writer, results []idemtest.CheckResult) error {
 // checkReport is the --json output: always one document, the error of a
 // run that could not happen included.
 type checkReport struct {
-	URL     string                 `json:"url"`
-	Profile string                 `json:"profile"`
-	Dialect string                 `json:"dialect"`
-	Passed  int                    `json:"passed"`
-	Failed  int                    `json:"failed"`
-	Skipped int                    `json:"skipped"`
+	URL     string `json:"url"`
+	Profile string `json:"profile"`
+	Dialect string `json:"dialect"`
+	Passed  int    `json:"passed"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
 	// Advised counts the advice checks not followed, which fail nothing.
 	Advised int                    `json:"advised"`
 	Error   string                 `json:"error,omitempty"`
