@@ -126,3 +126,36 @@ func resultWords(results []CheckResult) []string {
 	}
 	return out
 }
+
+// TestRunConformance_SameVerdictsTwiceUnderAFixedPrincipal: the whole
+// check, run twice in a row against one reference server under principals
+// the caller fixes (so the second run meets everything the first left),
+// gives the same verdict for every check, and fails none: no verdict
+// depends on chance or on an earlier run (go test -count=20 -run
+// SameVerdictsTwice).
+func TestRunConformance_SameVerdictsTwiceUnderAFixedPrincipal(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"idem", "stripe", "paypal", "adyen", "square"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(t, WithDialect(name))
+			opts := srv.ConformanceOptions()
+			opts.Dialect, opts.Bursts, opts.Concurrency = name, 2, 8
+			if name == "idem" {
+				opts.Profile = ProfileIdem
+			}
+			opts.Header = http.Header{"Authorization": {"Bearer fixed-a"}}
+			opts.SecondPrincipal = http.Header{"Authorization": {"Bearer fixed-b"}}
+
+			first, err := RunConformance(t.Context(), srv.URL, opts)
+			require.NoError(t, err)
+			second, err := RunConformance(t.Context(), srv.URL, opts)
+			require.NoError(t, err)
+
+			assert.Equal(t, resultWords(first), resultWords(second), "first: %+v\nsecond: %+v", first, second)
+			for _, r := range second {
+				assert.True(t, r.Passed, "%s %s: skipped=%v %s", r.ID, r.Level, r.Skipped, r.Detail)
+			}
+		})
+	}
+}
