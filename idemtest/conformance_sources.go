@@ -47,7 +47,7 @@ const (
 	protocolReplayHeader = "stored headers + `Idempotent-Replayed: true`"
 	protocolRetryAfter   = "problem+json, `Retry-After: <seconds>`"
 	protocolProblemTypes = "the `type` URIs share one documented prefix so clients can match on the suffix."
-	refProtocolTable     = "PROTOCOL.md, Server behaviour (idem profile)"
+	refProtocolTable     = "PROTOCOL.md (idem profile)"
 )
 
 // draftSources is what each check grades in the draft dialect. LevelIdem:
@@ -55,15 +55,15 @@ const (
 // without failing the run, graded at LevelIdem by ProfileIdem.
 var draftSources = map[string]source{
 	CheckFirstRequest: {level: LevelShould, ref: "draft-07 §2.6", quote: draftFirst},
-	CheckValidKeys: {level: LevelIdem, ref: "draft-07 §2.1; PROTOCOL.md, Request header (idem profile)", quote: draftSyntax,
+	CheckValidKeys: {level: LevelIdem, ref: "draft-07 §2.1; PROTOCOL.md (idem profile)", quote: draftSyntax,
 		note: "The draft leaves a key's format to the server (§5 recommends a fixed, published one), so keys of 1, 36 " +
 			"and 255 characters being accepted is this project's rule (PROTOCOL.md: 1–255 characters of visible ASCII)."},
 	CheckReplay:   {level: LevelShould, ref: "draft-07 §2.6", quote: draftRetry},
 	CheckKeyReuse: {level: LevelShould, ref: "draft-07 §2.7", quote: draftReuse},
-	CheckMissingKey: {level: LevelIdem, ref: "draft-07 §2.7; PROTOCOL.md, Server behaviour (idem profile)", quote: draftMissing,
+	CheckMissingKey: {level: LevelIdem, ref: "draft-07 §2.7; PROTOCOL.md (idem profile)", quote: draftMissing,
 		note: "The draft asks for 400 only where a key is documented as required; this grades the reference API's " +
 			"rule that every guarded operation requires one."},
-	CheckInvalidKey: {level: LevelIdem, ref: "draft-07 §2.1; PROTOCOL.md, Request header (idem profile)", quote: draftSyntax,
+	CheckInvalidKey: {level: LevelIdem, ref: "draft-07 §2.1; PROTOCOL.md (idem profile)", quote: draftSyntax,
 		note: "The draft leaves a key's format to the server; this grades PROTOCOL.md's rules: bare keys of visible " +
 			"ASCII, at most 255 characters, one key header, each refused 400."},
 	CheckQuotedKey:  {level: LevelMust, ref: "draft-07 §2.1", quote: draftSyntax},
@@ -72,7 +72,7 @@ var draftSources = map[string]source{
 	CheckPrincipalScope: {level: LevelAdvice, ref: "draft-07 §5", quote: draftComposite,
 		note: "§5 recommends this as a best practice, with MAY and no MUST or SHOULD: advice for the draft profile; " +
 			"the idem profile grades PROTOCOL.md's scope (principal + method + route)."},
-	CheckErrorNotStored: {level: LevelIdem, ref: "draft-07 §2.6; PROTOCOL.md, Server behaviour (idem profile)", quote: draftRetry,
+	CheckErrorNotStored: {level: LevelIdem, ref: "draft-07 §2.6; PROTOCOL.md (idem profile)", quote: draftRetry,
 		note: "A server that stores a validation error and replays it follows the draft; this grades this project's " +
 			"rule that a request refused before it ran leaves its key free."},
 	CheckProblemDetails: {level: LevelAdvice, ref: "draft-07 §2.7; RFC 9457 §3", quote: draftProblemExample,
@@ -81,7 +81,7 @@ var draftSources = map[string]source{
 	CheckReplayHeader: {level: LevelIdem, ref: refProtocolTable, quote: protocolReplayHeader},
 	CheckProblemTypes: {level: LevelIdem, ref: refProtocolTable, quote: protocolProblemTypes},
 	CheckRetryAfter:   {level: LevelIdem, ref: refProtocolTable, quote: protocolRetryAfter},
-	CheckRequestTarget: {level: LevelIdem, ref: "draft-07 §2.4; PROTOCOL.md Choice 36 (idem profile)", quote: draftFingerprint,
+	CheckRequestTarget: {level: LevelIdem, ref: "draft-07 §2.4; PROTOCOL.md (idem profile)", quote: draftFingerprint,
 		note: "The draft leaves the fingerprint to the server; this grades this project's, which holds the request " +
 			"target: a used key sent to another query or path value is key reuse (422)."},
 }
@@ -173,6 +173,7 @@ func (c *conformanceConfig) sourceFor(id string) (source, bool) {
 			return draft, true
 		}
 		draft.level = LevelAdvice
+		draft.ref, _, _ = strings.Cut(draft.ref, "; PROTOCOL.md") // the draft's part: the project's rules are not the provider's
 		draft.note = "No sentence of " + c.dialect.Name + "'s pages could be confirmed for this check: advice, " +
 			"quoting the draft."
 		return draft, true
