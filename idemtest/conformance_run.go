@@ -38,11 +38,12 @@ type conformanceRun struct {
 	// replays are the answers that should be replays of an earlier one;
 	// fresh are first answers to fresh keys (for the replay-header check).
 	replays, fresh []exchange
-	// lockWait is set when duplicates were proven held until their
-	// original finished, none refused: in a burst the Hold hook slowed,
-	// or by the in-progress probe. lockWaitHint is set when the answer
-	// times of unslowed bursts only suggest it.
-	lockWait, lockWaitHint bool
+	// lockWait is set when a burst the Hold hook slowed had its
+	// duplicates held until their original finished, none refused;
+	// lockWaitHint when the answer times of unslowed bursts suggest it.
+	// Neither fails a check: lockWaitProven, set by the in-progress probe
+	// when a duplicate of a held original waited for it, does.
+	lockWait, lockWaitHint, lockWaitProven bool
 	// holding is true while a burst runs under the Hold hook.
 	holding bool
 	// quickest is the shortest answer time seen, a floor for telling a
