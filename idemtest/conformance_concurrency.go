@@ -221,6 +221,9 @@ func (r *conformanceRun) burst(ctx context.Context, o outgoing, n int) ([]exchan
 // Whatever could not be provoked or proven is a skip, never a failure.
 func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 	canSlow := r.cfg.hold != nil || r.cfg.slowHeader != nil
+	if r.holdErr != nil && r.cfg.slowHeader == nil {
+		canSlow = false // the hook failed in the bursts: nothing would be held
+	}
 	if len(r.conflicts) == 0 && r.firstOK && canSlow {
 		if err := r.provokeInProgress(ctx); err != nil {
 			return fail("%v", err)
@@ -257,6 +260,9 @@ func (r *conformanceRun) checkInProgress(ctx context.Context) verdict {
 func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 	release := r.hold(ctx)
 	defer release()
+	if r.holdErr != nil && r.cfg.slowHeader == nil {
+		return nil // nothing is held: no duplicate can meet its original
+	}
 	for range inProgressRounds {
 		key, body := r.newKey(), r.body()
 		original := outgoing{what: "original held in progress", keys: []string{key}, body: body, override: r.cfg.slowHeader}
@@ -314,16 +320,32 @@ func (r *conformanceRun) provokeInProgress(ctx context.Context) error {
 	return nil
 }
 
-// waitedForOriginal reports whether one of dups, sent before the original's
-// answer came back, got the original's result only after waiting at least
-// half of the rest of the original's run (and lockFloorHeld): it was held
-// on the original, not answered from a finished record.
+// minHeldRun is the least time an original must have taken, from the
+// checker's side, for duplicates that waited on it to prove lock-and-wait:
+// a hold that took effect (Hold and SlowHeader hold a request for 150 ms
+// or more) rather than an ordinary answer slowed by a busy host.
+const minHeldRun = 100 * time.Millisecond
+
+// waitedForOriginal reports whether the original was seen held (it took
+// at least minHeldRun and ten times the quickest answer of the run) and
+// one of dups, sent in the first half of that run, got the original's
+// result only at its end: it was held on the original, not answered from
+// a finished record.
 func (r *conformanceRun) waitedForOriginal(dups []exchange, original exchange) bool {
+	r.quickestMu.Lock()
+	quickest := r.quickest
+	r.quickestMu.Unlock()
+	run := original.took()
+	if run < max(minHeldRun, 10*quickest) {
+		return false
+	}
 	for _, d := range dups {
-		if !d.success() || !r.cfg.repeats(d, original) || !d.sent.Before(original.answered) {
+		if !d.success() || !r.cfg.repeats(d, original) {
 			continue
 		}
-		if d.took() >= lockFloorHeld && 2*d.took() >= original.answered.Sub(d.sent) {
+		early := d.sent.Sub(original.sent) <= run/2
+		late := d.answered.Sub(original.sent) >= run*3/4
+		if early && late {
 			return true
 		}
 	}
