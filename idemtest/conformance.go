@@ -158,22 +158,26 @@ type ConformanceOptions struct {
 	// the key. Default: a payment with amount 0 when Body is the default,
 	// else none and the check is skipped.
 	InvalidBody func(i int) []byte
-	// SlowHeader, when set, is added to one request of the in-progress
-	// probe to make the server hold it long enough for a duplicate to
-	// arrive while it is still executing (a server-specific hook).
+	// SlowHeader, when set, is added to the requests of the in-progress
+	// probe to make the server hold them long enough for a duplicate to
+	// arrive while the original is still executing, at least 100 ms (a
+	// server-specific hook).
 	SlowHeader http.Header
 	// Hold, when set, is called before the checks that need a request
 	// still executing on the server (concurrent duplicates, in-progress);
-	// it should make the guarded handler slow, and the release function it
-	// returns undoes that. An error fails the in-progress check. See
-	// Server.ConformanceOptions.
+	// it should hold each guarded request at least 100 ms (150 ms is what
+	// Server.ConformanceOptions and idem check --admin-token use), and the
+	// release function it returns undoes that. An error leaves the
+	// in-progress check skipped, saying why.
 	//
-	// Hold applies to the first burst of the concurrency check only; the
-	// others run at the server's own speed. Without Hold or SlowHeader the
-	// in-progress check relies on the bursts alone: it passes when a
-	// duplicate was refused in progress, fails when the answer times show
-	// duplicates held until their original finished (lock-and-wait), and
-	// is skipped when the handler is too fast to tell.
+	// Hold applies to the first burst of the concurrency check and to the
+	// in-progress probe; the other bursts run at the server's own speed.
+	// The in-progress check fails only on proof: a duplicate of an
+	// original seen held (at least 100 ms) that was answered with the
+	// original's result at its end (lock-and-wait). Without Hold or
+	// SlowHeader it passes when a burst's duplicate was refused in
+	// progress and is skipped otherwise: answer times alone prove
+	// nothing.
 	Hold func(ctx context.Context) (release func(), err error)
 	// ResourceID extracts the id of the resource a 2xx body describes; the
 	// concurrency and scoping checks count distinct ids. Default: the
