@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -56,4 +57,18 @@ func TestCheck_ListRefusesWhatARunRefuses(t *testing.T) {
 		assertOneLine(t, stderr)
 		assert.True(t, strings.HasPrefix(err.Error(), "check: "), err.Error())
 	}
+}
+
+// TestCheck_ReadmeShowsWhatListPrints: the README's idem check section
+// shows `idem check --list --dialect paypal` exactly as it prints.
+func TestCheck_ReadmeShowsWhatListPrints(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Checking any server: `idem check`\n")
+	require.True(t, ok)
+	require.Contains(t, section, "idem check --list --dialect paypal\n")
+	stdout, _, err := runCheckCLI(t, "--list", "--dialect", "paypal")
+	require.NoError(t, err)
+	assert.Contains(t, section, stdout+"```\n", "the README's output block ends with the list as printed")
 }
