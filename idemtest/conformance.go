@@ -320,6 +320,9 @@ type conformanceConfig struct {
 	// runPrincipals: the principals are the checker's own, unique to the
 	// run, so any key is fresh under them.
 	runPrincipals bool
+	// idByDigest: resourceID is the default, which names a body without
+	// an "id" member by its digest, so equal bodies get equal ids.
+	idByDigest bool
 }
 
 func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformanceConfig, error) {
@@ -443,6 +446,7 @@ func (c *conformanceConfig) applyDefaults() {
 	}
 	if c.resourceID == nil {
 		c.resourceID = defaultResourceID
+		c.idByDigest = true
 	}
 }
 
