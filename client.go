@@ -299,3 +299,17 @@ func (l *keyLocks) release(key string, kl *keyLock) {
 		}
 	}
 }
+
+// Keystore returns the store the Client keeps its intents in, for
+// packages built on the client that keep records of their own beside the
+// intents, in the same file or database (package saga keeps its runs
+// there through keystore.RunKeeper). Write intents only through the
+// Client: a record changed behind its back is still checked and judged,
+// but the Client's in-process state no longer matches it. The Client
+// owns the store; do not close it.
+func (c *Client) Keystore() keystore.Store {
+	if c == nil {
+		return nil
+	}
+	return c.store
+}

@@ -28,6 +28,7 @@ var providerDialects = []struct {
 }{
 	{"idem", dialect.Draft, true},
 	{"stripe", dialect.Stripe, true},
+	{"stripe-v2", dialect.StripeV2, true},
 	{"paypal", dialect.PayPal, false},
 	{"adyen", dialect.Adyen, false},
 	{"square", dialect.Square, true},

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,6 +48,11 @@ func legacyKeystore(t *testing.T, commit string) (string, []legacyIntent) {
 	return path, manifest
 }
 
+// legacyRetention outlasts the age of every testdata keystore, so the
+// tests stay about identity however long ago the files were written (a
+// fresh reference server has never seen their keys).
+const legacyRetention = 100 * 365 * 24 * time.Hour
+
 // legacyClient is a client of the keystore at path whose requests to
 // legacyTarget reach srv.
 func legacyClient(t *testing.T, srv *idemtest.Server, path string, opts ...Option) *Client {
@@ -55,7 +61,7 @@ func legacyClient(t *testing.T, srv *idemtest.Server, path string, opts ...Optio
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}}}
-	return newTestClient(t, append([]Option{WithBoltStore(path, nil), WithHTTPClient(hc), WithMaxAttempts(2)}, opts...)...)
+	return newTestClient(t, append([]Option{WithBoltStore(path, nil), WithHTTPClient(hc), WithMaxAttempts(2), WithRetention(legacyRetention)}, opts...)...)
 }
 
 // legacyRequest is the request legacygen began the intent with.

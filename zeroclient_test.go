@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/keystore"
 )
 
 // A Client that New did not build (a zero value, a nil pointer) refuses
@@ -46,4 +47,18 @@ func TestAClientNotBuiltByNewSaysUseNew(t *testing.T) {
 			assert.Equal(t, 0, srv.PaymentCount(), "nothing was sent")
 		})
 	}
+}
+
+// Keystore hands packages built on the client (saga) the very store the
+// client keeps its intents in; a Client New did not build has none.
+func TestKeystoreIsTheClientsStore(t *testing.T) {
+	t.Parallel()
+	store := keystore.NewMemory()
+	c, err := New(WithStore(store))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	assert.Same(t, store, c.Keystore())
+	var none *Client
+	assert.Nil(t, none.Keystore())
+	assert.Nil(t, (&Client{}).Keystore())
 }

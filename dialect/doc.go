@@ -24,7 +24,8 @@
 //
 // Shipped dialects: Draft (the default: IETF
 // draft-ietf-httpapi-idempotency-key-header-07 and this project's
-// protocol), Stripe, PayPal, Adyen and Square. Each provider rule cites the
-// page of the provider's documentation it comes from; a rule that could not
-// be confirmed from a page is left out, and the Draft rules apply instead.
+// protocol), Stripe, StripeV2 (Stripe's API v2), PayPal, Adyen, Square and
+// Checkout (Checkout.com). Each provider rule cites the page of the
+// provider's documentation it comes from; a rule that could not be
+// confirmed from a page is left out, and the Draft rules apply instead.
 package dialect

@@ -8,11 +8,13 @@ import (
 
 // builtins are the shipped dialects by name.
 var builtins = map[string]func() Dialect{
-	"adyen":  Adyen,
-	"draft":  Draft,
-	"paypal": PayPal,
-	"square": Square,
-	"stripe": Stripe,
+	"adyen":     Adyen,
+	"checkout":  Checkout,
+	"draft":     Draft,
+	"paypal":    PayPal,
+	"square":    Square,
+	"stripe":    Stripe,
+	"stripe-v2": StripeV2,
 }
 
 // Names lists the shipped dialects' names, sorted.

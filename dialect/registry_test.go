@@ -88,7 +88,7 @@ func TestBuiltinsAreValid(t *testing.T) {
 func TestByNameProviders(t *testing.T) {
 	want := map[string]string{
 		"stripe": "Idempotency-Key", " PayPal ": "PayPal-Request-Id",
-		"ADYEN": "Idempotency-Key", "square": "",
+		"ADYEN": "Idempotency-Key", "square": "", "Stripe-V2": "Idempotency-Key", "Checkout": "Cko-Idempotency-Key",
 	}
 	for name, header := range want {
 		d, err := ByName(name)
@@ -100,7 +100,7 @@ func TestByNameProviders(t *testing.T) {
 			t.Errorf("ByName(%q).KeyHeader = %q, want %q", name, d.KeyHeader, header)
 		}
 	}
-	if got := strings.Join(Names(), ","); got != "adyen,draft,paypal,square,stripe" {
+	if got := strings.Join(Names(), ","); got != "adyen,checkout,draft,paypal,square,stripe,stripe-v2" {
 		t.Errorf("Names = %s", got)
 	}
 	if _, err := ByName("braintree"); err == nil {

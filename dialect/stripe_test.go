@@ -92,3 +92,28 @@ func TestStripeOperationStatus(t *testing.T) {
 		{"no status", `{"id":"cus_1"}`, OperationSucceeded},
 	})
 }
+
+// stripe-mock's answers (github.com/stripe/stripe-mock v0.203.0,
+// server/server.go), as internal/stripemock receives them from the real
+// process: error envelopes with a type and no code, the key echoed, never
+// Idempotent-Replayed. Each is judged as Stripe's own answer of that
+// status and type would be.
+func TestStripeClassifyStripeMockAnswers(t *testing.T) {
+	const (
+		mockValidation = `{"error":{"message":"Request validation error: validator 0xc000 failed: object property 'amount' is required","type":"invalid_request_error"}}`
+		mockRoute      = `{"error":{"message":"Unrecognized request URL (POST: /v1/payment_intentions).","type":"invalid_request_error"}}`
+		mockAuth       = `{"error":{"message":"Please authenticate by specifying an ` + "`Authorization`" + ` header with any valid looking testmode secret API key.","type":"invalid_request_error"}}`
+		mockMediaType  = `{"error":{"message":"Request's ` + "`Content-Type`" + ` didn't match the path's expected media type.","type":"invalid_request_error"}}`
+	)
+	checkVerdicts(t, Stripe(), []verdictCase{
+		{"200 with the key echoed", provAnswer(200, `{"id":"pi_1","object":"payment_intent"}`,
+			"Idempotency-Key", "k", "Request-Id", "req_123", "Stripe-Mock-Version", "master"), Success},
+		{"400 schema validation", provAnswer(400, mockValidation, "Idempotency-Key", "k"), Refused},
+		{"400 media type", provAnswer(400, mockMediaType, "Idempotency-Key", "k"), Refused},
+		{"404 unknown URL", provAnswer(404, mockRoute, "Idempotency-Key", "k"), Refused},
+		{"401 no key", provAnswer(401, mockAuth), Refused},
+	})
+	if Stripe().Replayed(provAnswer(200, `{}`, "Idempotency-Key", "k").Header) {
+		t.Error("an echoed Idempotency-Key is not a replay")
+	}
+}

@@ -136,6 +136,11 @@ type ConformanceOptions struct {
 	// KeyFormat is the shape of every valid key the checker sends (see
 	// KeyFormats). Default KeyFormatUUID.
 	KeyFormat string
+	// KeyForm is how a valid key is written in a key header: KeyFormBare
+	// (the default) or KeyFormQuoted, the Structured Field String that
+	// draft-07 §2.1 defines, for a server that parses the header as the
+	// Structured Field it is. Header dialects only.
+	KeyForm string
 	// Profile is ProfileDraft (the default) or ProfileIdem. ProfileIdem
 	// grades the draft dialect only (ErrProfileNotForDialect otherwise).
 	Profile string
@@ -310,6 +315,7 @@ type conformanceConfig struct {
 
 	bursts      int
 	newKey      func() string
+	quoted      bool // KeyFormQuoted: valid keys go as RFC 8941 Strings
 	profile     string
 	dialect     dialect.Dialect
 	rules       dialectRules
@@ -357,6 +363,10 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 	if err != nil {
 		return nil, fmt.Errorf("idemtest: %w", err)
 	}
+	quoted, err := keyForm(opts.KeyForm, d)
+	if err != nil {
+		return nil, err
+	}
 	profile := opts.Profile
 	switch profile {
 	case "":
@@ -392,6 +402,7 @@ func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformance
 		resourceID:  opts.ResourceID,
 		bursts:      opts.Bursts,
 		newKey:      newKey,
+		quoted:      quoted,
 		profile:     profile,
 		dialect:     d,
 		rules:       rules,

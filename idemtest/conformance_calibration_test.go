@@ -84,7 +84,7 @@ func TestCalibration_DefectClasses(t *testing.T) {
 // idem profile in the draft dialect, the only one it grades).
 func TestCalibration_ReferenceServerPassesEveryLevel(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"idem", "stripe", "adyen", "paypal", "square"} {
+	for _, name := range []string{"idem", "stripe", "stripe-v2", "adyen", "paypal", "square", "checkout"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := NewServer(t, WithDialect(name))

@@ -26,9 +26,19 @@ type dialectRules struct {
 var documentedRules = map[string]dialectRules{
 	"draft":  {requireKey: true, fingerprints: true},
 	"stripe": {requireKey: false, fingerprints: true},
-	"adyen":  {requireKey: false, fingerprints: false},
-	"paypal": {requireKey: false, fingerprints: false, replayOK200: true},
-	"square": {requireKey: true, fingerprints: true},
+	// "If no key is provided, Stripe automatically generates a UUID for
+	// you" (https://docs.stripe.com/api-v2-overview#idempotency); a
+	// changed payload under a used key is an idempotency_error
+	// (https://docs.stripe.com/api/idempotent_requests).
+	"stripe-v2": {requireKey: false, fingerprints: true},
+	"adyen":     {requireKey: false, fingerprints: false},
+	"paypal":    {requireKey: false, fingerprints: false, replayOK200: true},
+	"square":    {requireKey: true, fingerprints: true},
+	// Checkout.com: the key is optional and "Subsequent requests with the
+	// same key will return the same HTTP status code and response body as
+	// the original request"
+	// (https://www.checkout.com/docs/payments/manage-payments/idempotency).
+	"checkout": {requireKey: false, fingerprints: false},
 }
 
 // lookupDialect returns the dialect to grade against: Draft for "" and
@@ -73,10 +83,18 @@ func (c *conformanceConfig) repeats(e, want exchange) bool {
 	return e.sameAnswer(want)
 }
 
-// keyHeader sets the key header lines of a header dialect.
-func (c *conformanceConfig) keyHeader(req *http.Request, keys []string) {
+// keyHeader sets the key header lines of a header dialect: valid keys in
+// the run's key form, raw ones exactly as given.
+func (c *conformanceConfig) keyHeader(req *http.Request, keys []string, raw bool) {
 	if keys == nil || c.dialect.KeyHeader == "" {
 		return
+	}
+	if c.quoted && !raw {
+		quoted := make([]string, len(keys))
+		for i, k := range keys {
+			quoted[i] = dialect.QuoteKey(k)
+		}
+		keys = quoted
 	}
 	// Set directly so that an empty value and repeated lines are sent
 	// exactly as given.

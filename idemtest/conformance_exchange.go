@@ -44,6 +44,9 @@ type outgoing struct {
 	override http.Header
 	// url replaces the endpoint's URL when set (the request-target check).
 	url string
+	// raw sends keys exactly as given, whatever the run's key form
+	// (malformed keys, the two forms of the quoted-key check).
+	raw bool
 }
 
 // post sends o and reads the whole answer.
@@ -76,7 +79,7 @@ func (r *conformanceRun) send(ctx context.Context, o outgoing, gate *burstGate) 
 		req.Header[name] = append([]string(nil), values...)
 	}
 	req.Header.Set("Content-Type", r.cfg.contentType)
-	r.cfg.keyHeader(req, o.keys)
+	r.cfg.keyHeader(req, o.keys, o.raw)
 	sent := time.Now()
 	resp, err := r.cfg.client.Do(req)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/idemkit/idem/dialect"
 )
 
 // Key formats of ConformanceOptions.KeyFormat: the shape of every key the
@@ -23,6 +25,39 @@ const (
 	// shape of prefixed ids (key_…, req_…).
 	KeyFormatPrefixed = "prefixed"
 )
+
+// Key forms of ConformanceOptions.KeyForm: how a valid key is written in
+// the key header.
+const (
+	// KeyFormBare sends the key as it is: Idempotency-Key: 8e03978e-….
+	// The default, since most servers read the header's raw value.
+	KeyFormBare = "bare"
+	// KeyFormQuoted sends the key as an RFC 8941 §3.3.3 String:
+	// Idempotency-Key: "8e03978e-…". draft-07 §2.1: "Idempotency-Key is
+	// an Item Structured Header [RFC8941]. Its value MUST be a String."
+	// A server that parses the header so treats a bare key, which is no
+	// String, as a field that failed to parse.
+	KeyFormQuoted = "quoted"
+)
+
+// KeyForms lists the key forms RunConformance accepts.
+func KeyForms() []string { return []string{KeyFormBare, KeyFormQuoted} }
+
+// keyForm reports whether form quotes keys; the quoted form needs a key
+// header.
+func keyForm(form string, d dialect.Dialect) (quoted bool, err error) {
+	switch form {
+	case "", KeyFormBare:
+		return false, nil
+	case KeyFormQuoted:
+		if d.KeyHeader == "" {
+			return false, fmt.Errorf("idemtest: key form %q: the %s dialect sends the key in the body member %q, not a header",
+				form, d.Name, d.KeyField)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("idemtest: key form %q unknown (known: %s)", form, strings.Join(KeyForms(), ", "))
+}
 
 // KeyFormats lists the key formats RunConformance accepts.
 func KeyFormats() []string {

@@ -103,6 +103,8 @@ const (
 	stripeConflict   = "If incoming parameters fail validation, or the request conflicts with another request that’s executing concurrently, we don’t save the idempotent result because no API endpoint initiates the execution."
 	stripeRetryThese = stripeConflict + " You can retry these requests."
 
+	stripeV2NoRepeat = "With API v2, retries don’t repeat successful operations."
+
 	paypalReplay       = "For example, when you include a previously specified PayPal-Request-Id header in a request, PayPal returns the latest status of the previous request that used that same header."
 	paypalSimultaneous = "When you send two simultaneous API requests with same PayPal-Request-Id header, PayPal processes the first request and might fail the second request."
 
@@ -148,6 +150,9 @@ var providerSources = map[string]map[string]source{
 		CheckPrincipalScope: {level: LevelDocumented, ref: adyenPage, quote: adyenScope,
 			note: "The two principals must be two company accounts: users of one account share its keys."},
 	},
+	"stripe-v2": {
+		CheckConcurrent: {level: LevelDocumented, ref: stripePage, quote: stripeV2NoRepeat},
+	},
 	"square": {
 		CheckReplay:     {level: LevelDocumented, ref: squarePage, quote: squareReplay},
 		CheckKeyReuse:   {level: LevelDocumented, ref: squarePage, quote: squareReuse},
@@ -174,6 +179,7 @@ func (c *conformanceConfig) sourceFor(id string) (source, bool) {
 		}
 		draft.level = LevelAdvice
 		draft.ref, _, _ = strings.Cut(draft.ref, "; PROTOCOL.md") // the draft's part: the project's rules are not the provider's
+		draft.ref += " (" + c.dialect.Name + ": unconfirmed)"
 		draft.note = "No sentence of " + c.dialect.Name + "'s pages could be confirmed for this check: advice, " +
 			"quoting the draft."
 		return draft, true

@@ -67,8 +67,9 @@ func WithMaxBody(n int64) Option {
 }
 
 // WithDialect makes the server speak a provider's idempotency dialect
-// instead of this project's: "stripe", "paypal", "adyen", "square" or the
-// default "idem" (testserver.DialectNames lists them). Each is simulated
+// instead of this project's: "stripe", "stripe-v2", "paypal", "adyen",
+// "square", "checkout" (Checkout.com) or the default "idem"
+// (testserver.DialectNames lists them). Each is simulated
 // from the provider's documentation: where the key travels (a header, or
 // Square's idempotency_key body field), its length limit, the provider's
 // error documents for a missing, reused or in-flight key, what is replayed

@@ -50,7 +50,7 @@ func TestWithDialect_UnknownName(t *testing.T) {
 	_, err := Start(WithDialect("braintree"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown dialect "braintree"`)
-	assert.Contains(t, err.Error(), "adyen, idem, paypal, square, stripe")
+	assert.Contains(t, err.Error(), "adyen, checkout, idem, paypal, square, stripe")
 
 	rec := &recordingTB{TB: t}
 	assert.Nil(t, NewServer(rec, WithDialect("braintree")))

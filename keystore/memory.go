@@ -28,6 +28,8 @@ type Memory struct {
 	// principalKey is the key of the principal fingerprint
 	// (PrincipalKeyKeeper), nil until a client asks for it.
 	principalKey []byte
+	// runs holds the saga runs (RunKeeper), by id.
+	runs map[string]*Run
 }
 
 var (

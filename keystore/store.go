@@ -9,7 +9,9 @@
 // (github.com/idemkit/idem/keystore/pgkeystore; one keystore shared by a
 // fleet of workers, which claim pending intents through Claimer so no two
 // resend one intent at once). Open picks one by location; a package of
-// another keystore registers its URL scheme with RegisterOpener.
+// another keystore registers its URL scheme with RegisterOpener. All three
+// also keep the decision records of package saga's runs beside the
+// intents (RunKeeper).
 //
 // Durability: a write a Store returns from is durable (for stores that
 // persist), with one opt-in exception, Deferrer.UpdateDeferred (Bolt),

@@ -33,6 +33,7 @@ type checkFlags struct {
 	concurrency   int
 	bursts        int
 	keyFormat     string
+	keyForm       string
 	profile       string
 	dialect       string
 	listEndpoint  string
@@ -133,6 +134,8 @@ document on stdout, errors included.`,
 	fl.StringVar(&f.contentType, "content-type", idemtest.DefaultConformanceContentType, "Content-Type of the request bodies")
 	fl.StringVar(&f.keyFormat, "key-format", idemtest.KeyFormatUUID,
 		"shape of the keys sent: "+strings.Join(idemtest.KeyFormats(), ", "))
+	fl.StringVar(&f.keyForm, "key-form", idemtest.KeyFormBare,
+		`how keys are written in the key header: bare, or quoted (the Structured Field String of draft-07 §2.1, "8e03978e-…")`)
 	fl.StringVar(&f.profile, "profile", idemtest.ProfileDraft,
 		"levels graded: draft (MUST, SHOULD, advice) or idem (also this project's rules)")
 	fl.StringVar(&f.dialect, "dialect", "draft", "provider semantics to grade against: "+strings.Join(dialect.Names(), ", "))
@@ -215,6 +218,9 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 	if !slices.Contains(idemtest.KeyFormats(), f.keyFormat) {
 		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --key-format %q: want one of %s", f.keyFormat, strings.Join(idemtest.KeyFormats(), ", "))
 	}
+	if !slices.Contains(idemtest.KeyForms(), f.keyForm) {
+		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --key-form %q: want one of %s", f.keyForm, strings.Join(idemtest.KeyForms(), ", "))
+	}
 	if f.profile != idemtest.ProfileDraft && f.profile != idemtest.ProfileIdem {
 		return idemtest.ConformanceOptions{}, fmt.Errorf("check: --profile %q: want draft or idem", f.profile)
 	}
@@ -241,6 +247,7 @@ func (f checkFlags) options() (idemtest.ConformanceOptions, error) {
 		Concurrency:   f.concurrency,
 		Bursts:        f.bursts,
 		KeyFormat:     f.keyFormat,
+		KeyForm:       f.keyForm,
 		Profile:       f.profile,
 		Dialect:       f.dialect,
 	}

@@ -92,7 +92,8 @@ func TestCheck_ProfileIdemShowsLevels(t *testing.T) {
 func TestCheck_DialectAndKeyFormat(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ dialect, format string }{
-		{"stripe", "ulid"}, {"square", "hex32"}, {"paypal", "prefixed"}, {"adyen", "uuid"},
+		{"stripe", "ulid"}, {"stripe-v2", "uuid"}, {"square", "hex32"}, {"paypal", "prefixed"}, {"adyen", "uuid"},
+		{"checkout", "uuid"},
 	} {
 		t.Run(tt.dialect, func(t *testing.T) {
 			t.Parallel()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -62,7 +64,7 @@ func TestServe_UnknownDialectIsOneLine(t *testing.T) {
 	root.SetErr(&stderr)
 	err := root.ExecuteContext(t.Context())
 	require.Error(t, err)
-	assert.Equal(t, `invalid --dialect "braintree": want one of adyen, idem, paypal, square, stripe`, err.Error())
+	assert.Equal(t, `invalid --dialect "braintree": want one of adyen, checkout, idem, paypal, square, stripe, stripe-v2`, err.Error())
 	assert.NotContains(t, err.Error(), "\n")
 }
 
@@ -74,6 +76,64 @@ func TestServe_HelpListsDialects(t *testing.T) {
 	root.SetOut(&stdout)
 	require.NoError(t, root.Execute())
 	assert.Contains(t, stdout.String(), "--dialect")
-	assert.Contains(t, stdout.String(), "adyen, idem, paypal, square, stripe")
+	assert.Contains(t, stdout.String(), "adyen, checkout, idem, paypal, square, stripe")
 	assert.Contains(t, stdout.String(), `(default "idem")`)
+}
+
+// idem serve --dialect stripe-v2 speaks Stripe's API v2
+// (https://docs.stripe.com/api-v2-overview#idempotency): keys are
+// optional, kept 30 days, a retry of a finished request gets its answer
+// with no replay marker and no echoed key (both documented for v1 only),
+// a reused key is a JSON idempotency_error.
+func TestServe_DialectStripeV2(t *testing.T) {
+	t.Parallel()
+	url, logs, _ := startServe(t, nil, "--dialect", "stripe-v2")
+	client := noKeepAlive()
+
+	first, err := send(t, client, http.MethodPost, url+"/v1/payments", "v2-k1", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	again, err := send(t, client, http.MethodPost, url+"/v1/payments", "v2-k1", nil)
+	require.NoError(t, err)
+	assert.Equal(t, first.body, again.body)
+	assert.Empty(t, again.header.Get("Idempotent-Replayed"))
+	assert.Empty(t, again.header.Get("Idempotency-Key"))
+
+	reused, err := sendBody(t, client, http.MethodPost, url+"/v1/payments", `{"amount":1001,"currency":"EUR"}`,
+		http.Header{"Idempotency-Key": {"v2-k1"}})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, reused.status)
+	assert.Contains(t, reused.body, `"type":"idempotency_error"`)
+
+	keyless, err := send(t, client, http.MethodPost, url+"/v1/payments", "", nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, keyless.status, "Stripe generates a key when none is sent")
+
+	assert.Contains(t, logs.text(), "dialect=stripe-v2")
+	assert.Contains(t, logs.text(), "retention=720h0m0s")
+}
+
+// idem check --dialect stripe-v2 passes against idem serve --dialect
+// stripe-v2, twice in a row against the same server, with the same
+// verdicts; the admin token lets the in-progress check slow the server so
+// that it is judged, not skipped.
+func TestCheck_StripeV2AgainstServe(t *testing.T) {
+	t.Parallel()
+	url, _, _ := startServe(t, nil, "--dialect", "stripe-v2", "--admin", "--admin-addr", "public", "--admin-token", "v2-admin")
+	var verdicts [2]map[string]string
+	for i := range verdicts {
+		stdout, stderr, err := runCheckCLI(t, url, "--dialect", "stripe-v2", "--bursts", "3", "--burst-width", "8",
+			"--admin-token", "v2-admin", "--json")
+		require.NoError(t, err, "run %d\nstdout:\n%s\nstderr:\n%s", i, stdout, stderr)
+		var report checkReport
+		require.NoError(t, json.Unmarshal([]byte(stdout), &report))
+		assert.Equal(t, "stripe-v2", report.Dialect)
+		assert.Zero(t, report.Failed, stdout)
+		verdicts[i] = map[string]string{}
+		for _, c := range report.Checks {
+			verdicts[i][c.ID] = fmt.Sprintf("passed=%v skipped=%v", c.Passed, c.Skipped)
+		}
+	}
+	assert.Equal(t, "passed=true skipped=false", verdicts[0]["in-progress"])
+	assert.Equal(t, verdicts[0], verdicts[1])
 }

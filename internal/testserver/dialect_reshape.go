@@ -14,12 +14,21 @@ import (
 // problem's status. Other answers pass untouched. The admin API is this
 // project's, not the provider's, and keeps its problems.
 func reshapeProblems(next http.Handler, shape func(status int, p Problem) any) http.Handler {
+	return reshapeProblemsWith(next, func(w http.ResponseWriter, status int, p Problem) {
+		writeJSONError(w, status, shape(status, p))
+	})
+}
+
+// reshapeProblemsWith is reshapeProblems for a dialect whose errors are
+// more than a document per status: write answers the held problem in
+// full (status, headers and body).
+func reshapeProblemsWith(next http.Handler, write func(w http.ResponseWriter, status int, p Problem)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/admin/") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rw := &problemReshaper{ResponseWriter: w, shape: shape}
+		rw := &problemReshaper{ResponseWriter: w, write: write}
 		next.ServeHTTP(rw, r)
 		rw.finish()
 	})
@@ -31,7 +40,7 @@ func reshapeProblems(next http.Handler, shape func(status int, p Problem) any) h
 // faults' hijack) working through it.
 type problemReshaper struct {
 	http.ResponseWriter
-	shape   func(status int, p Problem) any
+	write   func(w http.ResponseWriter, status int, p Problem)
 	status  int
 	holding bool
 	body    bytes.Buffer
@@ -74,5 +83,5 @@ func (w *problemReshaper) finish() {
 		_, _ = w.ResponseWriter.Write(w.body.Bytes())
 		return
 	}
-	writeJSONError(w.ResponseWriter, w.status, w.shape(w.status, p))
+	w.write(w.ResponseWriter, w.status, p)
 }

@@ -55,6 +55,14 @@ type Dialect struct {
 	// formBodies makes the API take application/x-www-form-urlencoded
 	// bodies as well as JSON, as the provider's API does.
 	formBodies bool
+	// paymentDoc shapes a payment as the provider's API shows it, in the
+	// answer to its creation and to GET /v1/payments/{id}; nil shows the
+	// reference API's Payment. The list keeps the reference API's shape.
+	paymentDoc func(Payment) any
+	// objectFields are members of the provider's payment request that the
+	// reference API has no use for: accepted when they hold a JSON object,
+	// and otherwise ignored (Checkout.com's source).
+	objectFields []string
 
 	missingKey       func(w http.ResponseWriter, err error)
 	invalidKey       func(w http.ResponseWriter, err error)
@@ -66,13 +74,17 @@ type Dialect struct {
 	// problemAs, when set, turns every problem document of the API into
 	// the provider's error document for the problem's status.
 	problemAs func(status int, p Problem) any
+	// wrapAPI, when set, wraps the whole API (admin paths included, which
+	// it must pass through untouched): for what a provider adds to every
+	// answer, such as a request id.
+	wrapAPI func(http.Handler) http.Handler
 }
 
 // builtinDialects returns every dialect the server speaks, sorted by
 // name. A function rather than a table so that each provider's file
 // defines its own value and no package-level initialisation order matters.
 func builtinDialects() []Dialect {
-	return []Dialect{adyenDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect()}
+	return []Dialect{adyenDialect(), checkoutDialect(), idemDialect(), paypalDialect(), squareDialect(), stripeDialect(), stripeV2Dialect()}
 }
 
 // DialectNames returns the names LookupDialect accepts, sorted.

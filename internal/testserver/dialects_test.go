@@ -139,6 +139,27 @@ var dialectCases = []dialectCase{
 			assert.Equal(t, "VALUE_TOO_LONG", firstDetail(t, r.json(t, http.StatusBadRequest), "errors")["code"])
 		},
 	},
+	{
+		name: "stripe-v2", header: "Idempotency-Key", replayStatus: http.StatusCreated, maxKey: 255,
+		// https://docs.stripe.com/error-low-level scopes Idempotent-Replayed
+		// to API v1; no v2 page documents a replay marker.
+		checkReplay: noReplayHeader,
+		checkReused: func(t *testing.T, r, _ answer) {
+			e := r.jsonAt(t, http.StatusBadRequest, "error")
+			assert.Equal(t, "idempotency_error", e["type"])
+			assert.NotEmpty(t, e["message"])
+		},
+		checkInProgress: func(t *testing.T, r answer) {
+			e := r.jsonAt(t, http.StatusConflict, "error")
+			assert.Equal(t, "invalid_request_error", e["type"])
+			assert.Equal(t, "idempotency_key_in_use", e["code"])
+			assert.Empty(t, r.header.Get("Stripe-Should-Retry"), "documented for v1 only")
+		},
+		checkTooLong: func(t *testing.T, r answer) {
+			assert.Equal(t, "invalid_request_error", r.jsonAt(t, http.StatusBadRequest, "error")["type"])
+		},
+	},
+	checkoutCase,
 }
 
 func noReplayHeader(t *testing.T, r answer) {
@@ -370,7 +391,7 @@ func (c *badYearClock) now() time.Time {
 
 func TestDialects_Handler500(t *testing.T) {
 	t.Parallel()
-	for name, storedByDialect := range map[string]bool{"stripe": true, "paypal": false} {
+	for name, storedByDialect := range map[string]bool{"stripe": true, "stripe-v2": false, "paypal": false, "checkout": false} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var dc dialectCase
@@ -404,16 +425,16 @@ func TestServerDialect_UnknownNameListsTheKnownOnes(t *testing.T) {
 	_, err := testserver.New(testserver.WithServerDialect("braintree"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown dialect "braintree"`)
-	assert.Contains(t, err.Error(), "adyen, idem, paypal, square, stripe")
+	assert.Contains(t, err.Error(), "adyen, checkout, idem, paypal, square, stripe, stripe-v2")
 	assert.NotContains(t, err.Error(), "\n")
-	assert.Equal(t, []string{"adyen", "idem", "paypal", "square", "stripe"}, testserver.DialectNames())
+	assert.Equal(t, []string{"adyen", "checkout", "idem", "paypal", "square", "stripe", "stripe-v2"}, testserver.DialectNames())
 }
 
 func TestServerDialect_RetentionDefaults(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]time.Duration{
-		"idem": testserver.DefaultRetention, "stripe": 24 * time.Hour, "paypal": 6 * time.Hour,
-		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention,
+		"idem": testserver.DefaultRetention, "stripe": 24 * time.Hour, "stripe-v2": 30 * 24 * time.Hour, "paypal": 6 * time.Hour,
+		"adyen": 7 * 24 * time.Hour, "square": testserver.DefaultRetention, "checkout": 24 * time.Hour,
 	} {
 		srv, err := testserver.New(testserver.WithServerDialect(name))
 		require.NoError(t, err)

@@ -47,6 +47,17 @@ type paymentsAPI struct {
 	// formBodies takes form-encoded bodies too (formFields), for a
 	// dialect whose provider's API is form-encoded.
 	formBodies bool
+	// paymentDoc and objectFields are the dialect's (see Dialect).
+	paymentDoc   func(Payment) any
+	objectFields []string
+}
+
+// doc is p as the dialect's provider shows it.
+func (a *paymentsAPI) doc(p Payment) any {
+	if a.paymentDoc == nil {
+		return p
+	}
+	return a.paymentDoc(p)
 }
 
 // moneyRequest is the body of POST /v1/payments and POST /v1/payouts.
@@ -70,7 +81,7 @@ func (a *paymentsAPI) createPayment(w http.ResponseWriter, r *http.Request) {
 		Status:    paymentSucceeded,
 		Created:   a.now().UTC(),
 	}
-	resp, err := jsonResponse(http.StatusCreated, p)
+	resp, err := jsonResponse(http.StatusCreated, a.doc(p))
 	if err != nil {
 		a.writeInternalError(w, err)
 		return
@@ -92,7 +103,7 @@ func (a *paymentsAPI) getPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeStoreError(w, err, "payment")
 		return
 	}
-	a.writeJSON(w, http.StatusOK, p)
+	a.writeJSON(w, http.StatusOK, a.doc(p))
 }
 
 func (a *paymentsAPI) listPayments(w http.ResponseWriter, r *http.Request) {
@@ -150,9 +161,14 @@ func (a *paymentsAPI) parseMoneyRequest(w http.ResponseWriter, r *http.Request) 
 	if rerr != nil {
 		return moneyRequest{}, rerr
 	}
-	fields, rerr := decodeObject(body, "amount", "currency", "reference")
+	fields, rerr := decodeObject(body, append([]string{"amount", "currency", "reference"}, a.objectFields...)...)
 	if rerr != nil {
 		return moneyRequest{}, rerr
+	}
+	for _, name := range a.objectFields {
+		if raw, ok := fields[name]; ok && !isJSONObject(raw) {
+			return moneyRequest{}, invalidRequest("%s must be a JSON object", name)
+		}
 	}
 	return validateMoneyRequest(fields)
 }

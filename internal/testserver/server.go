@@ -275,13 +275,15 @@ func isVisibleASCII(s string) bool {
 // problem and an Allow header; unknown paths get a 404 problem.
 func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	api := &paymentsAPI{
-		store:       s.store,
-		now:         cfg.clock,
-		maxBody:     cfg.maxBody,
-		payoutDelay: cfg.payoutDelay,
-		logger:      cfg.logger,
-		principal:   orAnonymous(s.principal),
-		formBodies:  dialect.formBodies,
+		store:        s.store,
+		now:          cfg.clock,
+		maxBody:      cfg.maxBody,
+		payoutDelay:  cfg.payoutDelay,
+		logger:       cfg.logger,
+		principal:    orAnonymous(s.principal),
+		formBodies:   dialect.formBodies,
+		paymentDoc:   dialect.paymentDoc,
+		objectFields: dialect.objectFields,
 		// The layer below is given the same principal function.
 		heldPrincipal: true,
 	}
@@ -331,6 +333,9 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 	})
 	if dialect.problemAs != nil {
 		h = reshapeProblems(h, dialect.problemAs)
+	}
+	if dialect.wrapAPI != nil {
+		h = dialect.wrapAPI(h)
 	}
 	return h
 }

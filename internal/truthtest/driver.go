@@ -130,6 +130,8 @@ func dialectNamed(name string) dialect.Dialect {
 	switch name {
 	case "stripe":
 		return dialect.Stripe()
+	case "stripe-v2":
+		return dialect.StripeV2()
 	case "paypal":
 		return dialect.PayPal()
 	case "adyen":

@@ -7,7 +7,7 @@ import (
 )
 
 // Dialects the scenarios speak, by the names of package dialect.
-var dialectNames = []string{"draft", "stripe", "paypal", "adyen", "square"}
+var dialectNames = []string{"draft", "stripe", "stripe-v2", "paypal", "adyen", "square"}
 
 // interestingStatuses are the statuses the generator favours; any other
 // status from 100 to 599 is drawn too.

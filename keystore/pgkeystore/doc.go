@@ -1,6 +1,8 @@
 // Package pgkeystore is the Postgres keystore: one table of intents that
 // a fleet of workers shares, which claim intents (keystore.Claimer) so no
-// two send one at the same time, and fence each other's writes.
+// two send one at the same time, and fence each other's writes. Beside
+// it, a table of saga runs (keystore.RunKeeper, table <table>_runs), so
+// any worker takes up a run another began.
 //
 // It lives in its own package so that programs with a bbolt or memory
 // keystore do not carry the Postgres driver. Importing it registers its

@@ -128,7 +128,13 @@ func ensurePostgresSchema(ctx context.Context, pool *pgxpool.Pool, schema, table
 			if err := checkPostgresColumns(ctx, tx, schema, table); err != nil {
 				return err
 			}
-			return createMissingPostgresObjects(ctx, tx, indexes)
+			if err := createMissingPostgresObjects(ctx, tx, indexes); err != nil {
+				return err
+			}
+			if !mayCreate {
+				return nil // an older keystore without runs is read as one with none
+			}
+			return createMissingPostgresObjects(ctx, tx, []postgresObject{postgresRunDDL(schema, table)})
 		})
 		if !isPostgresDuplicateObject(err) {
 			break

@@ -73,6 +73,7 @@ var ErrNoKeystore = errors.New("keystore: postgres: no idem keystore")
 type Store struct {
 	pool       *pgxpool.Pool
 	sql        postgresSQL
+	runSQL     postgresRunSQL
 	log        *slog.Logger
 	purgeBatch int
 	closed     atomic.Bool
@@ -113,6 +114,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	p := &Store{
 		pool:       pool,
 		sql:        newPostgresSQL(o.Schema, o.Table),
+		runSQL:     newPostgresRunSQL(o.Schema, o.Table),
 		log:        o.Logger,
 		purgeBatch: o.PurgeBatch,
 	}

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) keystore.Store) {
 		{"DeferredReadsBack", testDeferredReadsBack},
 		{"Namesakes", testNamesakes},
 		{"Rebind", testRebind},
+		{"Runs", testRuns},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
