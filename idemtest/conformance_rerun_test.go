@@ -135,7 +135,7 @@ func resultWords(results []CheckResult) []string {
 // SameVerdictsTwice).
 func TestRunConformance_SameVerdictsTwiceUnderAFixedPrincipal(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"idem", "stripe", "paypal", "adyen", "square"} {
+	for _, name := range []string{"idem", "stripe", "paypal", "adyen", "square", "stripe-v2", "checkout"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := NewServer(t, WithDialect(name))
