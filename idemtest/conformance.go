@@ -38,20 +38,33 @@ const (
 	CheckRequestTarget = "request-target"
 )
 
-// Levels of a check: how strongly the cited text requires what it checks.
+// Levels of a check: how strongly the sentence it grades asks for what it
+// checks. A check is MUST or SHOULD only where that sentence uses the word.
 const (
-	// LevelMust: a requirement of draft-07 or RFC 9110 (one effect per
-	// key, the stored answer replayed, keys never shared across
-	// principals).
+	// LevelMust: the sentence says MUST (draft-07 §2.1: a key is a
+	// Structured Field String, so "k" and k are one key).
 	LevelMust = "MUST"
-	// LevelShould: what draft-07 recommends (422, 400, 409 answers, RFC
-	// 9457 problem documents) and what a key's syntax implies.
+	// LevelShould: the sentence says SHOULD (draft-07 §2.6 and §2.7: the
+	// request processed, the result replayed, 422, 409, a conflict rather
+	// than a second execution).
 	LevelShould = "SHOULD"
+	// LevelDocumented: a provider dialect's check whose sentence, on the
+	// provider's own page, states the behaviour as what the provider
+	// does. A failure fails the run, as MUST and SHOULD do.
+	LevelDocumented = "documented"
+	// LevelAdvice: the source recommends the behaviour without MUST or
+	// SHOULD (draft-07 §5 on scoping keys, its problem-document
+	// examples), or a provider's page promises less than the check asks,
+	// or says nothing that could be confirmed. An advice check that is
+	// not met is reported (CheckResult.Advised) and leaves the run's
+	// verdict alone.
+	LevelAdvice = "advice"
 	// LevelIdem: this project's profile, what the draft does not
 	// require: problem-type suffixes, Idempotent-Replayed, Retry-After,
-	// its key rules (bare keys of visible ASCII, a key always required)
-	// and a validation error that leaves the key free. Never graded by
-	// ProfileDraft.
+	// its key rules (keys of 1 to 255 visible ASCII characters accepted,
+	// others refused, a key always required), a validation error that
+	// leaves the key free, and the draft's advice (scoping, problem
+	// documents) made rules. Never graded by ProfileDraft.
 	LevelIdem = "idem"
 )
 
@@ -150,22 +163,26 @@ type ConformanceOptions struct {
 	// the key. Default: a payment with amount 0 when Body is the default,
 	// else none and the check is skipped.
 	InvalidBody func(i int) []byte
-	// SlowHeader, when set, is added to one request of the in-progress
-	// probe to make the server hold it long enough for a duplicate to
-	// arrive while it is still executing (a server-specific hook).
+	// SlowHeader, when set, is added to the requests of the in-progress
+	// probe to make the server hold them long enough for a duplicate to
+	// arrive while the original is still executing, at least 100 ms (a
+	// server-specific hook).
 	SlowHeader http.Header
 	// Hold, when set, is called before the checks that need a request
 	// still executing on the server (concurrent duplicates, in-progress);
-	// it should make the guarded handler slow, and the release function it
-	// returns undoes that. An error fails the in-progress check. See
-	// Server.ConformanceOptions.
+	// it should hold each guarded request at least 100 ms (150 ms is what
+	// Server.ConformanceOptions and idem check --admin-token use), and the
+	// release function it returns undoes that. An error leaves the
+	// in-progress check skipped, saying why.
 	//
-	// Hold applies to the first burst of the concurrency check only; the
-	// others run at the server's own speed. Without Hold or SlowHeader the
-	// in-progress check relies on the bursts alone: it passes when a
-	// duplicate was refused in progress, fails when the answer times show
-	// duplicates held until their original finished (lock-and-wait), and
-	// is skipped when the handler is too fast to tell.
+	// Hold applies to the first burst of the concurrency check and to the
+	// in-progress probe; the other bursts run at the server's own speed.
+	// The in-progress check fails only on proof: a duplicate of an
+	// original seen held (at least 100 ms) that was answered with the
+	// original's result at its end (lock-and-wait). Without Hold or
+	// SlowHeader it passes when a burst's duplicate was refused in
+	// progress and is skipped otherwise: answer times alone prove
+	// nothing.
 	Hold func(ctx context.Context) (release func(), err error)
 	// ResourceID extracts the id of the resource a 2xx body describes; the
 	// concurrency and scoping checks count distinct ids. Default: the
@@ -181,14 +198,19 @@ type CheckResult struct {
 	ID string `json:"id"`
 	// Name says what the check verifies, in a few words.
 	Name string `json:"name"`
-	// Level is LevelMust, LevelShould or LevelIdem.
+	// Level is LevelMust, LevelShould, LevelDocumented, LevelAdvice or
+	// LevelIdem.
 	Level string `json:"level"`
-	// Ref cites the section of draft-ietf-httpapi-idempotency-key-header-07
-	// (or the RFC, or the provider dialect) the check enforces.
+	// Ref cites where Quote is written: the section of
+	// draft-ietf-httpapi-idempotency-key-header-07, PROTOCOL.md, or the
+	// provider's page.
 	Ref string `json:"ref"`
-	// Quote is the sentence the check grades, as written in its source,
-	// where the check goes beyond the draft's words; empty otherwise.
-	Quote string `json:"quote,omitempty"`
+	// Quote is the sentence the check grades, word for word as its source
+	// writes it.
+	Quote string `json:"quote"`
+	// Note says why the level is what it is where the check goes beyond
+	// Quote (a LevelIdem check quotes the draft sentence it goes beyond).
+	Note string `json:"note,omitempty"`
 	// Passed is true when the server behaved as required.
 	Passed bool `json:"passed"`
 	// Skipped is true when the check could not be judged (a precondition
@@ -198,8 +220,13 @@ type CheckResult struct {
 	Detail string `json:"detail"`
 }
 
-// Failed reports whether the check ran and the server did not conform.
-func (r CheckResult) Failed() bool { return !r.Passed && !r.Skipped }
+// Failed reports whether the check ran and the server did not conform,
+// at a level that fails the run (any but LevelAdvice).
+func (r CheckResult) Failed() bool { return !r.Passed && !r.Skipped && r.Level != LevelAdvice }
+
+// Advised reports whether an advice check ran and the server did not
+// follow the advice: reported, without failing the run.
+func (r CheckResult) Advised() bool { return !r.Passed && !r.Skipped && r.Level == LevelAdvice }
 
 // ErrProfileNotForDialect is returned by RunConformance when ProfileIdem
 // is asked for with a provider dialect: the idem profile grades this
@@ -230,7 +257,8 @@ func RunConformance(ctx context.Context, baseURL string, opts ConformanceOptions
 
 // Conformance runs RunConformance against baseURL and reports each check
 // as a subtest named by its ID: a failed check is a t.Errorf, a skipped
-// one a t.Skip. An unreachable server fails the test at once.
+// one a t.Skip, advice not followed a t.Logf. An unreachable server fails
+// the test at once.
 func Conformance(t *testing.T, baseURL string, opts ConformanceOptions) {
 	t.Helper()
 	results, err := RunConformance(t.Context(), baseURL, opts)
@@ -242,6 +270,8 @@ func Conformance(t *testing.T, baseURL string, opts ConformanceOptions) {
 			switch {
 			case res.Skipped:
 				t.Skipf("%s (%s, %s): skipped: %s", res.Name, res.Level, res.Ref, res.Detail)
+			case res.Advised():
+				t.Logf("%s (advice, %s): not followed: %s", res.Name, res.Ref, res.Detail)
 			case !res.Passed:
 				t.Errorf("%s (%s, %s): %s", res.Name, res.Level, res.Ref, res.Detail)
 			default:
@@ -296,6 +326,9 @@ type conformanceConfig struct {
 	// runPrincipals: the principals are the checker's own, unique to the
 	// run, so any key is fresh under them.
 	runPrincipals bool
+	// idByDigest: resourceID is the default, which names a body without
+	// an "id" member by its digest, so equal bodies get equal ids.
+	idByDigest bool
 }
 
 func newConformanceConfig(baseURL string, opts ConformanceOptions) (*conformanceConfig, error) {
@@ -424,6 +457,7 @@ func (c *conformanceConfig) applyDefaults() {
 	}
 	if c.resourceID == nil {
 		c.resourceID = defaultResourceID
+		c.idByDigest = true
 	}
 }
 

@@ -285,7 +285,13 @@ func (r *conformanceRun) checkPrincipalScope(ctx context.Context) verdict {
 	switch {
 	case !b.success():
 		return fail("second principal with the same key: got %s, want a fresh 2xx (keys are shared across principals)", b.summary())
-	case b.sameAnswer(a) || idA == idB:
+	case (b.sameAnswer(a) || idA == idB) && !(counted && madeB == 1):
+		if !counted && r.cfg.idByDigest && strings.HasPrefix(idA, "sha256:") {
+			// Equal bodies without an id may be two resources alike:
+			// only a count can tell.
+			return skip("both principals got the same answer, which names no resource id; " +
+				"give a list endpoint (--list-endpoint) or ResourceID to tell two resources from one")
+		}
 		return fail("second principal with the same key got the first principal's resource %s", idA)
 	case counted && madeB != 1:
 		return fail("second principal with the same key: %d new resources in its list, want 1", madeB)

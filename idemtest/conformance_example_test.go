@@ -34,18 +34,18 @@ func ExampleRunConformance() {
 		fmt.Printf("%-22s %-6s passed=%v\n", r.ID, r.Level, r.Passed)
 	}
 	// Output:
-	// first-request          MUST   passed=true
-	// valid-keys             SHOULD passed=true
-	// replay                 MUST   passed=true
+	// first-request          SHOULD passed=true
+	// valid-keys             idem   passed=true
+	// replay                 SHOULD passed=true
 	// key-reuse              SHOULD passed=true
 	// missing-key            idem   passed=true
 	// invalid-key            idem   passed=true
 	// quoted-key             MUST   passed=true
-	// concurrent-duplicates  MUST   passed=true
+	// concurrent-duplicates  SHOULD passed=true
 	// in-progress            SHOULD passed=true
-	// principal-scope        MUST   passed=true
+	// principal-scope        idem   passed=true
 	// error-not-stored       idem   passed=true
-	// problem-details        SHOULD passed=true
+	// problem-details        idem   passed=true
 	// replay-header          idem   passed=true
 	// problem-types          idem   passed=true
 	// retry-after            idem   passed=true

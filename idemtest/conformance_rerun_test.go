@@ -83,13 +83,14 @@ func TestRunConformance_KeysUniquePerRun(t *testing.T) {
 
 // TestRunConformance_GivenPrincipalNoOneCharacterKey: under principals the
 // caller gives, an earlier run may have used any one-character key, so the
-// valid-keys check sends none and says why.
+// valid-keys check (idem profile) sends none and says why.
 func TestRunConformance_GivenPrincipalNoOneCharacterKey(t *testing.T) {
 	t.Parallel()
 	srv := NewServer(t)
 	rec, front := newKeyRecorder(t, srv)
 	opts := srv.ConformanceOptions()
 	opts.Bursts = 1
+	opts.Profile = ProfileIdem
 	opts.Header = http.Header{"Authorization": {"Bearer given-a"}}
 	opts.SecondPrincipal = http.Header{"Authorization": {"Bearer given-b"}}
 	earlier := map[[2]string]bool{}
@@ -124,4 +125,37 @@ func resultWords(results []CheckResult) []string {
 		out[i] = r.ID + " " + word
 	}
 	return out
+}
+
+// TestRunConformance_SameVerdictsTwiceUnderAFixedPrincipal: the whole
+// check, run twice in a row against one reference server under principals
+// the caller fixes (so the second run meets everything the first left),
+// gives the same verdict for every check, and fails none: no verdict
+// depends on chance or on an earlier run (go test -count=20 -run
+// SameVerdictsTwice).
+func TestRunConformance_SameVerdictsTwiceUnderAFixedPrincipal(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"idem", "stripe", "paypal", "adyen", "square", "stripe-v2", "checkout"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := NewServer(t, WithDialect(name))
+			opts := srv.ConformanceOptions()
+			opts.Dialect, opts.Bursts, opts.Concurrency = name, 2, 8
+			if name == "idem" {
+				opts.Profile = ProfileIdem
+			}
+			opts.Header = http.Header{"Authorization": {"Bearer fixed-a"}}
+			opts.SecondPrincipal = http.Header{"Authorization": {"Bearer fixed-b"}}
+
+			first, err := RunConformance(t.Context(), srv.URL, opts)
+			require.NoError(t, err)
+			second, err := RunConformance(t.Context(), srv.URL, opts)
+			require.NoError(t, err)
+
+			assert.Equal(t, resultWords(first), resultWords(second), "first: %+v\nsecond: %+v", first, second)
+			for _, r := range second {
+				assert.True(t, r.Passed, "%s %s: skipped=%v %s", r.ID, r.Level, r.Skipped, r.Detail)
+			}
+		})
+	}
 }

@@ -38,9 +38,12 @@ type conformanceRun struct {
 	// replays are the answers that should be replays of an earlier one;
 	// fresh are first answers to fresh keys (for the replay-header check).
 	replays, fresh []exchange
-	// lockWait is set when the bursts showed duplicates held until their
-	// original finished, none refused.
-	lockWait bool
+	// lockWait is set when a burst the Hold hook slowed had its
+	// duplicates held until their original finished, none refused;
+	// lockWaitHint when the answer times of unslowed bursts suggest it.
+	// Neither fails a check: lockWaitProven, set by the in-progress probe
+	// when a duplicate of a held original waited for it, does.
+	lockWait, lockWaitHint, lockWaitProven bool
 	// holding is true while a burst runs under the Hold hook.
 	holding bool
 	// quickest is the shortest answer time seen, a floor for telling a
@@ -71,77 +74,43 @@ func skip(format string, args ...any) verdict {
 
 // conformanceCheck is one entry of the check table.
 type conformanceCheck struct {
-	id, name, level, ref string
-	// quote is the sentence the check grades, as written in its source.
-	quote string
-	// projectRule marks a check that, in the draft dialect, grades this
-	// project's own rule rather than a MUST or SHOULD of the draft: it is
-	// then run with ProfileIdem only, at LevelIdem.
-	projectRule bool
+	id, name string
+	// level, ref, quote and note come from the check's source in the
+	// run's dialect and profile (sourceFor).
+	level, ref, quote, note string
 	// applies reports whether the check belongs to the run's profile and
 	// dialect; nil means always.
 	applies func(*conformanceConfig) bool
 	run     func(*conformanceRun, context.Context) verdict
 }
 
-// Draft-07 sections the checks cite.
-const (
-	refFirst    = "draft-07 §2.6"
-	refReplay   = "draft-07 §2.6; RFC 9110 §9.2.2"
-	refSyntax   = "draft-07 §2.1"
-	refErrors   = "draft-07 §2.7"
-	refScope    = "draft-07 §2.6, §5"
-	refProblems = "draft-07 §2.7; RFC 9457 §3"
-	refProfile  = "PROTOCOL.md (idem profile)"
-	// draft-07 §2.4 leaves the fingerprint to the server ("An idempotency
-	// fingerprint MAY be used"), so the target's part in it is graded in
-	// this project's profile only.
-	refTarget = "draft-07 §2.4; PROTOCOL.md (idem profile)"
-	// The draft's own rules on a key's shape, a missing key and a stored
-	// error are looser than this project's: these checks grade the
-	// project's, and cite the draft sentence they go beyond.
-	refKeyRules  = "draft-07 §2.1; PROTOCOL.md (idem profile)"
-	refKeyNeeded = "draft-07 §2.7; PROTOCOL.md (idem profile)"
-	refErrorFree = "draft-07 §2.6; PROTOCOL.md (idem profile)"
-)
-
-// Sentences the checks grade, quoted as written.
-const (
-	quoteItem = `draft-07 §2.1: "Idempotency-Key is an Item Structured Header [RFC8941]. Its value MUST be a String."`
-	// quoteKeyRules: the draft leaves the key format to the server.
-	quoteKeyRules = quoteItem + ` The draft leaves the key's format to the server; ` +
-		`this check grades PROTOCOL.md's rules: "A bare key keeps visible ASCII only", a length limit and one key header.`
-	quoteMissingKey = `draft-07 §2.7: "If the Idempotency-Key request header is missing for a documented idempotent operation ` +
-		`requiring this header, the resource server SHOULD reply with an HTTP 400 status code". ` +
-		`The reference API documents a key as required on every guarded operation; this check grades that rule.`
-	quoteErrorNotStored = `draft-07 §2.6: the resource "SHOULD respond with the result of the previously completed operation, ` +
-		`success or an error". A server that stores a validation error and replays it follows the draft; ` +
-		`this check grades this project's rule that a request refused before it ran leaves its key free.`
-)
+// firstRequestCheck is the entry of the first request, which runAll runs
+// itself: it doubles as the reachability probe.
+func firstRequestCheck() conformanceCheck {
+	return conformanceCheck{id: CheckFirstRequest, name: "first request succeeds"}
+}
 
 // conformanceChecks lists the checks after the first request, in the order
 // they run. The order matters: earlier checks feed the answers that the
-// problem and vocabulary checks judge.
+// problem and vocabulary checks judge. What each grades, and at which
+// level, is in conformance_sources.go.
 func conformanceChecks() []conformanceCheck {
 	return []conformanceCheck{
-		{id: CheckValidKeys, name: "1-, 36- and longest keys accepted", level: LevelShould, ref: refSyntax, run: (*conformanceRun).checkValidKeys},
-		{id: CheckReplay, name: "replay: same answer, no new resource", level: LevelMust, ref: refReplay, run: (*conformanceRun).checkReplay},
-		{id: CheckKeyReuse, name: "same key, other body refused", level: LevelShould, ref: refErrors, applies: fingerprinting, run: (*conformanceRun).checkKeyReuse},
-		{id: CheckMissingKey, name: "missing key refused", level: LevelShould, ref: refKeyNeeded, quote: quoteMissingKey,
-			projectRule: true, applies: requiresKey, run: (*conformanceRun).checkMissingKey},
-		{id: CheckInvalidKey, name: "malformed keys refused", level: LevelShould, ref: refKeyRules, quote: quoteKeyRules,
-			projectRule: true, run: (*conformanceRun).checkInvalidKey},
-		{id: CheckQuotedKey, name: "quoted key is the bare key", level: LevelMust, ref: refSyntax, applies: draftOnly, run: (*conformanceRun).checkQuotedKey},
-		{id: CheckConcurrent, name: "concurrent duplicates, one effect", level: LevelMust, ref: refFirst, run: (*conformanceRun).checkConcurrent},
-		{id: CheckInProgress, name: "duplicate in progress refused", level: LevelShould, ref: refErrors, run: (*conformanceRun).checkInProgress},
-		{id: CheckPrincipalScope, name: "keys scoped by principal", level: LevelMust, ref: refScope, run: (*conformanceRun).checkPrincipalScope},
-		{id: CheckErrorNotStored, name: "validation error leaves the key free", level: LevelShould, ref: refErrorFree,
-			quote: quoteErrorNotStored, projectRule: true, run: (*conformanceRun).checkErrorNotStored},
-		{id: CheckProblemDetails, name: "errors are RFC 9457 problems", level: LevelShould, ref: refProblems, applies: draftOnly, run: (*conformanceRun).checkProblemDetails},
-		{id: CheckReplayHeader, name: "replay marked Idempotent-Replayed", level: LevelIdem, ref: refProfile, applies: idemProfile, run: (*conformanceRun).checkReplayHeader},
-		{id: CheckProblemTypes, name: "problem types name the case", level: LevelIdem, ref: refProfile, applies: idemProfile, run: (*conformanceRun).checkProblemTypes},
-		{id: CheckRetryAfter, name: "409 carries Retry-After", level: LevelIdem, ref: refProfile, applies: idemProfile, run: (*conformanceRun).checkRetryAfter},
-		{id: CheckRequestTarget, name: "same key, other query or path refused", level: LevelIdem, ref: refTarget, applies: idemProfile, run: (*conformanceRun).checkRequestTarget},
+		{id: CheckValidKeys, name: "1-, 36- and longest keys accepted", run: (*conformanceRun).checkValidKeys},
+		{id: CheckReplay, name: "replay: same answer, no new resource", run: (*conformanceRun).checkReplay},
+		{id: CheckKeyReuse, name: "same key, other body refused", applies: fingerprinting, run: (*conformanceRun).checkKeyReuse},
+		{id: CheckMissingKey, name: "missing key refused", applies: requiresKey, run: (*conformanceRun).checkMissingKey},
+		{id: CheckInvalidKey, name: "malformed keys refused", run: (*conformanceRun).checkInvalidKey},
+		{id: CheckQuotedKey, name: "quoted key is the bare key", applies: draftOnly, run: (*conformanceRun).checkQuotedKey},
+		{id: CheckConcurrent, name: "concurrent duplicates, one effect", run: (*conformanceRun).checkConcurrent},
+		{id: CheckInProgress, name: "duplicate in progress refused", run: (*conformanceRun).checkInProgress},
+		{id: CheckPrincipalScope, name: "keys scoped by principal", run: (*conformanceRun).checkPrincipalScope},
+		{id: CheckErrorNotStored, name: "validation error leaves the key free", run: (*conformanceRun).checkErrorNotStored},
+		{id: CheckProblemDetails, name: "errors are RFC 9457 problems", applies: draftOnly, run: (*conformanceRun).checkProblemDetails},
+		{id: CheckReplayHeader, name: "replay marked Idempotent-Replayed", applies: idemProfile, run: (*conformanceRun).checkReplayHeader},
+		{id: CheckProblemTypes, name: "problem types name the case", applies: idemProfile, run: (*conformanceRun).checkProblemTypes},
+		{id: CheckRetryAfter, name: "409 carries Retry-After", applies: idemProfile, run: (*conformanceRun).checkRetryAfter},
+		{id: CheckRequestTarget, name: "same key, other query or path refused", applies: idemProfile, run: (*conformanceRun).checkRequestTarget},
 	}
 }
 
@@ -172,32 +141,17 @@ func (r *conformanceRun) runAll(ctx context.Context) ([]CheckResult, error) {
 		}
 		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, r.cfg.url, err)
 	}
-	results := []CheckResult{result(conformanceCheck{id: CheckFirstRequest, name: "first request succeeds",
-		level: LevelMust, ref: refFirst}, first)}
-	for _, c := range conformanceChecks() {
-		if c.applies != nil && !c.applies(r.cfg) {
-			continue
-		}
-		if c.projectRule && r.cfg.isDraft() {
-			if r.cfg.profile != ProfileIdem {
-				continue // the draft does not ask it: not graded
-			}
-			c.level = LevelIdem
-		}
+	checks := r.cfg.gradedChecks() // the first request first, always graded
+	results := []CheckResult{result(checks[0], first)}
+	for _, c := range checks[1:] {
 		results = append(results, result(c, c.run(r, ctx)))
-	}
-	if !r.cfg.isDraft() {
-		// A provider's documentation, not the draft, says what is right.
-		docs := strings.TrimPrefix(r.cfg.dialect.Docs[0], "https://")
-		for i := range results {
-			results[i].Ref = r.cfg.dialect.Name + ": " + docs
-		}
 	}
 	return results, nil
 }
 
 func result(c conformanceCheck, v verdict) CheckResult {
-	return CheckResult{ID: c.id, Name: c.name, Level: c.level, Ref: c.ref, Quote: c.quote, Passed: v.passed, Skipped: v.skipped, Detail: v.detail}
+	return CheckResult{ID: c.id, Name: c.name, Level: c.level, Ref: c.ref, Quote: c.quote, Note: c.note,
+		Passed: v.passed, Skipped: v.skipped, Detail: v.detail}
 }
 
 // body returns the next distinct request body.

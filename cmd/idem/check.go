@@ -42,6 +42,7 @@ type checkFlags struct {
 	strict        bool
 	adminToken    string
 	json          bool
+	list          bool
 	timeout       time.Duration
 }
 
@@ -60,42 +61,56 @@ validation error that must not burn the key, and RFC 9457 problems.
 
 Verdicts judge behaviour, not names: a replay is the same status and body
 with no new resource (counted through --list-endpoint), scope is two
-principals getting two resources. Each check has a level: MUST and SHOULD
-(draft-ietf-httpapi-idempotency-key-header-07, RFC 9110, RFC 9457) are
-graded by default, only where the draft's sentence uses the word;
---profile idem adds this project's own rules at level idem: its names
-(problem-type suffixes, Idempotent-Replayed, Retry-After), its fingerprint
-(a used key sent to another query, or to --other-endpoint, the same
-operation with another path value, is key reuse), its key rules
-(missing-key, invalid-key: the draft leaves the key's format to the server
-and asks for 400 only where a key is documented as required) and a
+principals getting two resources. Every check quotes the sentence it grades
+(draft-ietf-httpapi-idempotency-key-header-07, PROTOCOL.md, or the
+provider's page; "quote" in --json; --list prints them all), and its level
+says how strongly that sentence asks: MUST or SHOULD only where the
+sentence uses the word; advice where the source recommends without either
+word (reported as WARN, the exit status unchanged); idem, this project's
+own rules, graded with --profile idem only: its names (problem-type
+suffixes, Idempotent-Replayed, Retry-After), its fingerprint (a used key
+sent to another query, or to --other-endpoint, is key reuse), its key rules
+(valid-keys, invalid-key, missing-key: the draft leaves the key's format to
+the server and asks for 400 only where a key is documented as required), a
 validation error that leaves the key free (error-not-stored: draft-07 §2.6
 lets the server answer "with the result of the previously completed
-operation, success or an error"). --json gives each such check the sentence
-it goes beyond, as "quote". --dialect grades a provider's documented
-semantics instead (` + strings.Join(dialect.Names(), ", ") + `), with the
-draft profile only: the idem profile with a provider dialect is refused.
---dialect shopify is refused too (exit 2): its key travels in a GraphQL
-directive and its answers are GraphQL documents, which these checks do not
-grade.
+operation, success or an error"), and the draft's advice made rules.
+--dialect (` + strings.Join(dialect.Names(), ", ") + `) grades a provider's
+semantics instead: a check quoting the provider's page is at level
+documented, one whose sentence could not be confirmed there is advice;
+the idem profile with a provider dialect is refused. --dialect shopify is
+refused too (exit 2): its key travels in a GraphQL directive and its
+answers are GraphQL documents, which these checks do not grade.
 
+` + checkListHelp() + `
 The checks create resources on the server. Exit status: 0 every check
 passed, 1 a check failed (or, with --strict, was skipped), 2 the check could
 not run (bad flags, server unreachable). --json always prints one JSON
 document on stdout, errors included.`,
 		Example: `  idem check http://127.0.0.1:8080
   idem check http://127.0.0.1:8080 --profile idem --admin-token "$ADMIN"
+  idem check --list --dialect stripe
   idem check https://api.example.com --endpoint /v1/orders --list-endpoint /v1/orders \
     --header 'Authorization: Bearer sk_test_a' --second-header 'Authorization: Bearer sk_test_b' \
     --body-template order.json.tmpl --key-format ulid --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+			want := cobra.ExactArgs(1)
+			if f.list {
+				want = cobra.NoArgs
+			}
+			if err := want(cmd, args); err != nil {
+				if f.list {
+					err = fmt.Errorf("check: --list takes no URL: %w", err)
+				}
 				return f.cannotRun(cmd.OutOrStdout(), "", err)
 			}
 			return nil
 		},
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.list {
+				return runCheckList(cmd.OutOrStdout(), f)
+			}
 			return runCheck(cmd.Context(), cmd.OutOrStdout(), args[0], f)
 		},
 	}
@@ -124,7 +139,7 @@ document on stdout, errors included.`,
 	fl.StringVar(&f.keyForm, "key-form", idemtest.KeyFormBare,
 		`how keys are written in the key header: bare, or quoted (the Structured Field String of draft-07 §2.1, "8e03978e-…")`)
 	fl.StringVar(&f.profile, "profile", idemtest.ProfileDraft,
-		"levels graded: draft (MUST and SHOULD) or idem (also this project's names)")
+		"levels graded: draft (MUST, SHOULD, advice) or idem (also this project's rules)")
 	fl.StringVar(&f.dialect, "dialect", "draft", "provider semantics to grade against: "+strings.Join(dialect.Names(), ", "))
 	fl.IntVar(&f.bursts, "bursts", idemtest.DefaultConformanceBursts, "bursts of concurrent duplicates, each over a fresh key")
 	fl.IntVar(&f.concurrency, "burst-width", idemtest.DefaultConformanceConcurrency, "duplicates sent at once in each burst")
@@ -136,6 +151,8 @@ document on stdout, errors included.`,
 	fl.StringVar(&f.adminToken, "admin-token", "",
 		"admin token of a reference server (idem serve --admin-addr public --admin-token T): lets the check slow it to observe 409 in-progress")
 	fl.BoolVar(&f.json, "json", false, "print the results as one JSON document")
+	fl.BoolVar(&f.list, "list", false,
+		"print the checks --profile and --dialect grade, each with its level, source and quoted sentence, and exit")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "deadline for the whole run")
 	return cmd
 }
@@ -170,7 +187,7 @@ func runCheck(ctx context.Context, out io.Writer, baseURL string, f checkFlags) 
 	if err != nil {
 		return &exitError{code: exitCannotRun, err: fmt.Errorf("check: writing the report: %w", err)}
 	}
-	passed, failed, skipped := tally(results)
+	passed, failed, skipped, _ := tally(results)
 	switch {
 	case failed > 0:
 		return &exitError{code: exitFailed, err: fmt.Errorf("check: %d of %d checks failed", failed, len(results))}
@@ -335,13 +352,16 @@ func loadBodyTemplate(flag, path string) (func(int) []byte, error) {
 	}, nil
 }
 
-// resultWord is the RESULT column of a check.
+// resultWord is the RESULT column of a check: WARN is advice not
+// followed, which fails nothing.
 func resultWord(r idemtest.CheckResult) string {
 	switch {
 	case r.Skipped:
 		return "SKIP"
 	case r.Passed:
 		return "PASS"
+	case r.Advised():
+		return "WARN"
 	default:
 		return "FAIL"
 	}
@@ -356,31 +376,34 @@ func writeCheckTable(out io.Writer, results []idemtest.CheckResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	passed, failed, skipped := tally(results)
-	_, err := fmt.Fprintf(out, "\n%d checks: %d passed, %d failed, %d skipped\n", len(results), passed, failed, skipped)
+	passed, failed, skipped, advised := tally(results)
+	_, err := fmt.Fprintf(out, "\n%d checks: %d passed, %d failed, %d skipped, %d advice not followed\n",
+		len(results), passed, failed, skipped, advised)
 	return err
 }
 
 // checkReport is the --json output: always one document, the error of a
 // run that could not happen included.
 type checkReport struct {
-	URL     string                 `json:"url"`
-	Profile string                 `json:"profile"`
-	Dialect string                 `json:"dialect"`
-	Passed  int                    `json:"passed"`
-	Failed  int                    `json:"failed"`
-	Skipped int                    `json:"skipped"`
+	URL     string `json:"url"`
+	Profile string `json:"profile"`
+	Dialect string `json:"dialect"`
+	Passed  int    `json:"passed"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
+	// Advised counts the advice checks not followed, which fail nothing.
+	Advised int                    `json:"advised"`
 	Error   string                 `json:"error,omitempty"`
 	Checks  []idemtest.CheckResult `json:"checks"`
 }
 
 func (f checkFlags) report(baseURL string, results []idemtest.CheckResult, errText string) checkReport {
-	passed, failed, skipped := tally(results)
+	passed, failed, skipped, advised := tally(results)
 	if results == nil {
 		results = []idemtest.CheckResult{}
 	}
 	return checkReport{URL: redact.Location(baseURL), Profile: f.profile, Dialect: f.dialect,
-		Passed: passed, Failed: failed, Skipped: skipped, Error: errText, Checks: results}
+		Passed: passed, Failed: failed, Skipped: skipped, Advised: advised, Error: errText, Checks: results}
 }
 
 func writeCheckJSON(out io.Writer, report checkReport) error {
@@ -389,18 +412,22 @@ func writeCheckJSON(out io.Writer, report checkReport) error {
 	return enc.Encode(report)
 }
 
-func tally(results []idemtest.CheckResult) (passed, failed, skipped int) {
+// tally counts the verdicts; advised counts advice not followed, which is
+// neither passed nor failed.
+func tally(results []idemtest.CheckResult) (passed, failed, skipped, advised int) {
 	for _, r := range results {
 		switch {
 		case r.Skipped:
 			skipped++
 		case r.Passed:
 			passed++
+		case r.Advised():
+			advised++
 		default:
 			failed++
 		}
 	}
-	return passed, failed, skipped
+	return passed, failed, skipped, advised
 }
 
 // oneLine keeps a detail on its table row.

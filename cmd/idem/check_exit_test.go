@@ -77,10 +77,13 @@ func TestCheck_ProfileIdemShowsLevels(t *testing.T) {
 		levels[c.ID] = c.Level
 		assert.True(t, c.Passed, "%s: %s", c.ID, c.Detail)
 	}
-	assert.Equal(t, idemtest.LevelMust, levels[idemtest.CheckConcurrent])
+	assert.Equal(t, idemtest.LevelMust, levels[idemtest.CheckQuotedKey])
+	assert.Equal(t, idemtest.LevelShould, levels[idemtest.CheckConcurrent])
 	assert.Equal(t, idemtest.LevelShould, levels[idemtest.CheckKeyReuse])
 	assert.Equal(t, idemtest.LevelIdem, levels[idemtest.CheckReplayHeader])
-	for _, id := range []string{idemtest.CheckMissingKey, idemtest.CheckInvalidKey, idemtest.CheckErrorNotStored} {
+	// The draft's advice (scoping, problem documents) is a rule of the idem profile.
+	for _, id := range []string{idemtest.CheckMissingKey, idemtest.CheckInvalidKey, idemtest.CheckErrorNotStored,
+		idemtest.CheckValidKeys, idemtest.CheckPrincipalScope, idemtest.CheckProblemDetails} {
 		assert.Equal(t, idemtest.LevelIdem, levels[id], id)
 	}
 	assert.Equal(t, "idem", report.Profile)

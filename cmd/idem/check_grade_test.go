@@ -104,7 +104,7 @@ func TestCheck_StoredErrorPassesTheDraft(t *testing.T) {
 			graded = true
 			assert.True(t, c.Failed(), c.Detail)
 			assert.Equal(t, idemtest.LevelIdem, c.Level)
-			assert.Contains(t, c.Quote, `"SHOULD respond with the result of the previously completed operation, success or an error"`)
+			assert.Contains(t, c.Quote, `The resource SHOULD respond with the result of the previously completed operation, success or an error.`)
 		}
 	}
 	assert.True(t, graded, stdout)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -68,11 +69,11 @@ func TestCheck_ReferenceServerPassesAndPrintsTable(t *testing.T) {
 		assert.Regexp(t, `(?m)^`+id+`\s.*\sPASS\s`, stdout)
 	}
 	// This project's own rules are not the draft's: not graded by default.
-	for _, id := range []string{idemtest.CheckMissingKey, idemtest.CheckInvalidKey, idemtest.CheckErrorNotStored} {
+	for _, id := range []string{idemtest.CheckMissingKey, idemtest.CheckInvalidKey, idemtest.CheckErrorNotStored, idemtest.CheckValidKeys} {
 		assert.NotRegexp(t, `(?m)^`+id+`\s`, stdout)
 	}
 	assert.NotContains(t, stdout, "FAIL")
-	assert.Regexp(t, `9 checks: \d+ passed, 0 failed, \d+ skipped`, lines[len(lines)-1])
+	assert.Regexp(t, `8 checks: \d+ passed, 0 failed, \d+ skipped, 0 advice not followed`, lines[len(lines)-1])
 }
 
 // The idem profile grades the request target: the reference server keeps
@@ -92,7 +93,7 @@ func TestCheck_BrokenServerExitsNonZero(t *testing.T) {
 
 	stdout, stderr, err := runCheckCLI(t, srv.URL)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "3 of 9 checks failed")
+	assert.Contains(t, err.Error(), "3 of 8 checks failed")
 	assertOneLine(t, stderr)
 	assert.Regexp(t, `(?m)^replay\s.*\sFAIL\s`, stdout)
 	assert.Regexp(t, `(?m)^concurrent-duplicates\s.*\sFAIL\s`, stdout)
@@ -123,13 +124,14 @@ func TestCheck_JSONParses(t *testing.T) {
 			var report checkReport
 			require.NoError(t, json.Unmarshal([]byte(stdout), &report), stdout)
 			assert.Equal(t, tt.url, report.URL)
-			assert.Len(t, report.Checks, 9)
+			assert.Len(t, report.Checks, 8)
 			assert.Equal(t, tt.wantFailed, report.Failed)
-			assert.Equal(t, 9, report.Passed+report.Failed+report.Skipped)
+			assert.Equal(t, 8, report.Passed+report.Failed+report.Skipped+report.Advised)
 			for _, c := range report.Checks {
 				assert.NotEmpty(t, c.ID)
 				assert.NotEmpty(t, c.Ref)
-				assert.Contains(t, []string{idemtest.LevelMust, idemtest.LevelShould}, c.Level)
+				assert.NotEmpty(t, c.Quote)
+				assert.Contains(t, []string{idemtest.LevelMust, idemtest.LevelShould, idemtest.LevelAdvice}, c.Level)
 			}
 		})
 	}
@@ -224,8 +226,14 @@ func TestCheck_Help(t *testing.T) {
 	// The checks that grade this project's rules say so, and quote the
 	// draft sentence they go beyond.
 	for _, word := range []string{"missing-key", "invalid-key", "error-not-stored", `"with the result of the previously completed`,
-		"the idem profile with a provider dialect is refused"} {
+		"the idem profile with a provider dialect is refused", "--list"} {
 		assert.Contains(t, stdout, word)
+	}
+	// Every check is listed with its levels and source.
+	specs, err := idemtest.ListConformanceChecks(idemtest.ProfileIdem, "")
+	require.NoError(t, err)
+	for _, s := range specs {
+		assert.Regexp(t, `(?m)^  `+s.ID+`\s+\S+\s+`+s.Level+`\s+`+regexp.QuoteMeta(s.Ref)+`$`, stdout)
 	}
 }
 
@@ -250,7 +258,7 @@ func TestCheck_AdminTokenMakesEveryCheckPass(t *testing.T) {
 	stdout, stderr, err := runCheckCLI(t, srv.URL, "--admin-token", "admin-secret", "--concurrency", "8")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Regexp(t, `(?m)^in-progress\s.*\sPASS\s`, stdout)
-	assert.Contains(t, stdout, "9 checks: 9 passed, 0 failed, 0 skipped")
+	assert.Contains(t, stdout, "8 checks: 8 passed, 0 failed, 0 skipped, 0 advice not followed")
 	assert.Zero(t, ref.Faults().Snapshot().HandlerDelay, "the hold is released after the run")
 }
 

@@ -70,6 +70,8 @@ func verdict(r idemtest.CheckResult) string {
 	switch {
 	case r.Skipped:
 		word = "SKIP"
+	case r.Advised():
+		word = "WARN" // advice not followed: reported, the run not failed
 	case !r.Passed:
 		word = "FAIL"
 	}
