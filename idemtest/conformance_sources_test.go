@@ -1,6 +1,7 @@
 package idemtest
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -23,6 +24,9 @@ func everyCatalogue(t *testing.T) map[string][]CheckSpec {
 		}
 		for _, p := range profiles {
 			specs, err := ListConformanceChecks(p, name)
+			if errors.Is(err, ErrDialectNotGradable) {
+				continue // refused whole, with nothing to quote
+			}
 			require.NoError(t, err)
 			require.NotEmpty(t, specs)
 			out[p+"/"+name] = specs
