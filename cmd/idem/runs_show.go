@@ -169,6 +169,8 @@ func todo(info saga.RunInfo) []string {
 	switch {
 	case info.State == saga.NeedsOperator && !blocked:
 		out = append(out, "the run needs an operator: "+oneLineOf(shownText(info.Problem), 300))
+	case info.State == saga.NeedsOperator:
+		out = append(out, "once every verdict above is recorded, the program's Fail goes on undoing the run when it runs again (Saga.Run with the same id, its steps replayed, then Fail)")
 	case info.State == saga.Running:
 		out = append(out, "the program goes on with the run when it runs again (Saga.Run with the same id): it replays the settled steps and completes or fails the run")
 	default:
