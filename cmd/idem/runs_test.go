@@ -258,3 +258,35 @@ func TestRunsReadCommands_NeverWriteTheKeystore(t *testing.T) {
 	}
 	assert.Equal(t, before, testenv.StateOf(t, path))
 }
+
+// --json prints one JSON document on stdout for every runs command,
+// a failure included.
+func TestRunsJSON_OneDocumentEvenOnFailure(t *testing.T) {
+	t.Parallel()
+	path, srv := sagaKeystore(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"list", "--json"}, exitOK},
+		{[]string{"list", "--json", "--state", "done"}, exitCannotRun},
+		{[]string{"show", "order-9", "--json"}, exitFailed},
+		{[]string{"resume", "order-9", "--json"}, exitFailed},
+		{[]string{"resume", "tenant-a@order-3", "--json"}, exitFailed},
+		{[]string{"resolve", "order-1", "charge", "--succeeded", "--by", "ops", "--json"}, exitFailed},
+		{[]string{"resolve", "order-2", "charge", "--succeeded", "--json"}, exitCannotRun},
+	} {
+		stdout, stderr, code := runRunsCLI(t, nil, append(tc.args, "--keystore", path)...)
+		assert.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
+		dec := json.NewDecoder(strings.NewReader(stdout))
+		var doc any
+		require.NoError(t, dec.Decode(&doc), "%v: stdout is JSON: %q", tc.args, stdout)
+		assert.False(t, dec.More(), "one document only: %q", stdout)
+		if code != exitOK {
+			obj, ok := doc.(map[string]any)
+			require.True(t, ok, "%v: %q", tc.args, stdout)
+			assert.NotEmpty(t, obj["error"], tc.args)
+		}
+	}
+	assert.Zero(t, paymentsOf(srv, "refund-charge-order-3"))
+}
