@@ -17,7 +17,7 @@ type RunInfo struct {
 	// stored under (WithScope), "" for none.
 	ID, Scope string
 	State     State
-	Version uint64
+	Version   uint64
 	// Cause is what Fail was given; Problem why the run needs an
 	// operator.
 	Cause, Problem       string

@@ -42,6 +42,7 @@ func TestRunsResume_SettlesTheLostStepWithOnePayment(t *testing.T) {
 	assert.Regexp(t, `(?m)^succeeded  `+key+`  saga/order-2/charge  201 Created$`, stdout)
 	assert.Contains(t, stdout, "run order-2 is running\n  - the program goes on with the run")
 	assert.Equal(t, 1, paymentsOf(srv, "charge-order-2"), "the resend was a replay, not a second payment")
+	assert.NotContains(t, stdout+stderr, testToken, "credentials are never printed")
 
 	stdout, _, code = runRunsCLI(t, nil, "resume", "order-2", "--keystore", path, "--token", testToken)
 	require.Equal(t, exitOK, code)
