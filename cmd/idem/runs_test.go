@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
@@ -289,4 +291,30 @@ func TestRunsJSON_OneDocumentEvenOnFailure(t *testing.T) {
 		}
 	}
 	assert.Zero(t, paymentsOf(srv, "refund-charge-order-3"))
+}
+
+// A damaged run record is left out of list, named on stderr, with exit
+// status 1; show of it says it is damaged.
+func TestRunsList_DamagedRunIsLeftOutAndNamed(t *testing.T) {
+	t.Parallel()
+	path, _ := sagaKeystore(t)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("runs")).Put([]byte("order-1"), []byte("idem-run-v1\x00not a checksum"))
+	}))
+	require.NoError(t, db.Close())
+
+	stdout, stderr, code := runRunsCLI(t, nil, "list", "--keystore", path)
+	assert.Equal(t, exitFailed, code)
+	assert.NotContains(t, stdout, "order-1 ")
+	assert.Contains(t, stdout, "order-2 ")
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	require.Len(t, lines, 2, stderr)
+	assert.True(t, strings.HasPrefix(lines[0], "damaged runs left out: "), stderr)
+	assert.Equal(t, "Error: damaged runs in "+path+" were left out (above); the rest is sound", lines[1])
+
+	_, stderr, code = runRunsCLI(t, nil, "show", "order-1", "--keystore", path)
+	assert.Equal(t, exitFailed, code)
+	assert.Contains(t, stderr, `run "order-1" in `+path+` is damaged and not shown`)
 }
