@@ -203,6 +203,23 @@ func TestScopesKeepRunsApart(t *testing.T) {
 	none, err := unscoped.List(bg)
 	require.NoError(t, err)
 	assert.Empty(t, none, "the unscoped Saga sees no scope's runs")
+	assert.Equal(t, "tenant-a", la[0].Scope)
+	assert.Equal(t, "tenant-b", ib.Scope)
+
+	_, err = unscoped.Run(bg, "order-1")
+	require.NoError(t, err)
+	all, err := unscoped.ListAll(bg)
+	require.NoError(t, err)
+	require.Len(t, all, 3, "every scope's runs, and the unscoped one")
+	got := map[string]saga.State{}
+	for _, r := range all {
+		assert.Equal(t, "order-1", r.ID)
+		got[r.Scope] = r.State
+	}
+	assert.Equal(t, map[string]saga.State{"tenant-a": saga.Running, "tenant-b": saga.Completed, "": saga.Running}, got)
+	onlyA, err := a.List(bg)
+	require.NoError(t, err)
+	assert.Len(t, onlyA, 1, "List stays within its scope")
 	assert.Equal(t, 1, effects(srv, "charge-a"))
 	assert.Equal(t, 1, effects(srv, "charge-b"))
 }

@@ -13,9 +13,11 @@ import (
 // RunInfo is what a run's decision record says, for reports (List,
 // Show).
 type RunInfo struct {
-	ID      string
-	State   State
-	Version uint64
+	// ID is the run's id as given to Saga.Run; Scope the scope it is
+	// stored under (WithScope), "" for none.
+	ID, Scope string
+	State     State
+	Version   uint64
 	// Cause is what Fail was given; Problem why the run needs an
 	// operator.
 	Cause, Problem       string
@@ -40,8 +42,8 @@ type StepInfo struct {
 	IntentState, CompensationState idem.State
 }
 
-func runInfo(id string, rec *keystore.Run, d runData) RunInfo {
-	info := RunInfo{ID: id, State: State(rec.State), Version: rec.Version, Cause: d.Cause, Problem: d.Problem,
+func runInfo(scope, id string, rec *keystore.Run, d runData) RunInfo {
+	info := RunInfo{ID: id, Scope: scope, State: State(rec.State), Version: rec.Version, Cause: d.Cause, Problem: d.Problem,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
 	for _, e := range d.Steps {
 		info.Steps = append(info.Steps, StepInfo{Name: e.Name, Kind: e.Kind, Key: e.Key, CompensationKey: e.CompensationKey,
@@ -54,6 +56,17 @@ func runInfo(id string, rec *keystore.Run, d runData) RunInfo {
 // holds, oldest first, without the states of their intents. Damaged runs are left out and named in an
 // error matching keystore.ErrCorrupt, returned with the others.
 func (s *Saga) List(ctx context.Context) ([]RunInfo, error) {
+	return s.list(ctx, false)
+}
+
+// ListAll is List for the runs of every scope, each with its Scope: a
+// tool that inspects a keystore (`idem runs list`) sees them all,
+// whatever scope it was opened with.
+func (s *Saga) ListAll(ctx context.Context) ([]RunInfo, error) {
+	return s.list(ctx, true)
+}
+
+func (s *Saga) list(ctx context.Context, everyScope bool) ([]RunInfo, error) {
 	recs, listErr := s.runs.ListRuns(ctx)
 	if listErr != nil && !errors.Is(listErr, keystore.ErrCorrupt) {
 		return nil, fmt.Errorf("saga: listing runs: %w", listErr)
@@ -61,16 +74,20 @@ func (s *Saga) List(ctx context.Context) ([]RunInfo, error) {
 	var bad []error
 	out := make([]RunInfo, 0, len(recs))
 	for _, rec := range recs {
-		id, ours := callerRunID(s.scope, rec.ID)
-		if !ours {
-			continue // another scope's
+		scope, id := splitRunID(rec.ID)
+		if !everyScope {
+			var ours bool
+			if id, ours = callerRunID(s.scope, rec.ID); !ours {
+				continue // another scope's
+			}
+			scope = s.scope
 		}
 		d, err := decodeRun(rec)
 		if err != nil {
 			bad = append(bad, err)
 			continue
 		}
-		out = append(out, runInfo(id, rec, d))
+		out = append(out, runInfo(scope, id, rec, d))
 	}
 	if listErr != nil || bad != nil {
 		return out, fmt.Errorf("saga: listing runs: %w", errors.Join(append([]error{listErr}, bad...)...))
@@ -85,7 +102,7 @@ func (s *Saga) Show(ctx context.Context, id string) (RunInfo, error) {
 	if err != nil {
 		return RunInfo{}, err
 	}
-	info := runInfo(id, r.rec, r.data)
+	info := runInfo(s.scope, id, r.rec, r.data)
 	for i := range info.Steps {
 		st := &info.Steps[i]
 		if st.Kind != kindHTTP {

@@ -134,6 +134,15 @@ func callerRunID(scope, stored string) (string, bool) {
 	return strings.CutPrefix(stored, scope+scopeMark)
 }
 
+// splitRunID is the scope and id of the run stored under stored: the
+// scope is "" for a run stored without one.
+func splitRunID(stored string) (scope, id string) {
+	if scope, id, ok := strings.Cut(stored, scopeMark); ok {
+		return scope, id
+	}
+	return "", stored
+}
+
 // intentName is the name of a step's intent, or of its compensation's,
 // in the run stored under storedID: saga/<run>/<step>[/compensation].
 // Neither the stored id nor the step holds a "/", so no two steps share

@@ -10,7 +10,8 @@ import (
 //
 //	0  the command did what it was asked; every check passed, every intent settled
 //	1  it ran and reports a finding or a failure: a check failed, an intent is
-//	   left unsettled, a damaged record, no such intent, a verdict refused
+//	   left unsettled, a run needs an operator, a damaged record, no such
+//	   intent or run, a verdict refused
 //	2  it could not run: bad flags or arguments, a keystore, store or server
 //	   that cannot be opened or reached; nothing was done
 //
@@ -26,7 +27,8 @@ const (
 const exitCodesHelp = `Exit status, the same for every command:
   0  done: every check passed, every intent settled
   1  it ran and found a failure: a check failed, an intent left unsettled,
-     a damaged record, no such intent, a verdict refused
+     a run that needs an operator, a damaged record, no such intent or
+     run, a verdict refused
   2  it could not run: bad flags or arguments, or a keystore, store or
      server that cannot be opened or reached; nothing was done
 

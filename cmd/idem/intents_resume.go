@@ -164,19 +164,12 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 	if err != nil {
 		return err
 	}
-	hc := resumeHTTPClient(creds)
-	defer hc.CloseIdleConnections() // the client leaves that to its owner
-	var scope originSet             // set once the intents are selected
-	client, err := idem.New(
-		idem.WithStore(st), // the client closes it
-		idem.WithHTTPClient(hc),
-		idem.WithMaxAttempts(f.maxAttempts),
-		idem.WithRetention(f.retention),
-		idem.WithRequestEditor(scopedCredentials(creds, &scope)),
-	)
+	var scope originSet // set once the intents are selected
+	client, hc, err := newResumeClient(st, f, creds, &scope)
 	if err != nil {
 		return err
 	}
+	defer hc.CloseIdleConnections() // the client leaves that to its owner
 	defer client.Close()
 
 	intents, bad, err := selectIntents(ctx, client, st, env, f)
@@ -213,6 +206,26 @@ func runResume(ctx context.Context, stdout, stderr io.Writer, env *intentsEnv, f
 		return writeResumeJSON(stdout, env.ks.display(), results, bad)
 	}
 	return summarizeResume(stdout, results, len(bad), env.ks.display())
+}
+
+// newResumeClient is the client a resume sends with, on st (which it
+// closes): the flags' attempts and retention, and the credentials added
+// only to the origins in scope, read once the intents are selected. The
+// HTTP client is returned so its owner closes its idle connections.
+func newResumeClient(st keystore.Store, f resumeFlags, creds http.Header, scope *originSet) (*idem.Client, *http.Client, error) {
+	hc := resumeHTTPClient(creds)
+	client, err := idem.New(
+		idem.WithStore(st),
+		idem.WithHTTPClient(hc),
+		idem.WithMaxAttempts(f.maxAttempts),
+		idem.WithRetention(f.retention),
+		idem.WithRequestEditor(scopedCredentials(creds, scope)),
+	)
+	if err != nil {
+		hc.CloseIdleConnections()
+		return nil, nil, err
+	}
+	return client, hc, nil
 }
 
 // selectIntents finds the intents to resume: those --key names (in any

@@ -32,6 +32,7 @@ protocol, checks other servers against it, and manages client keystores.
 		newServeCommand(getenv),
 		newCheckCommand(),
 		newIntentsCommand(getenv),
+		newRunsCommand(getenv),
 		newVersionCommand(),
 	)
 	return root
