@@ -33,7 +33,7 @@ var postgresRecordColumns = []string{
 // postgresSQL holds every statement, built once for one schema.table.
 type postgresSQL struct {
 	// table is the keystore table's qualified, quoted name.
-	table string
+	table                                                    string
 	insert, update, getByKey, getByName, exists, list, purge string
 	// tombstones picks the next records a purge makes tombstones of.
 	tombstones               string
