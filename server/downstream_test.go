@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/dialect"
 	"github.com/idemkit/idem/server"
 )
 
@@ -144,4 +145,16 @@ func TestDownstreamKeyUnderOnce(t *testing.T) {
 	}, server.WithDownstreamSecret(downstreamSecret))
 	require.NoError(t, err)
 	assert.Equal(t, independentDownstreamKey(downstreamSecret, "publisher", "CONSUME", "orders", "msg-1", "charge"), got)
+}
+
+// Every shipped dialect takes a downstream key as a key of its own, so
+// idem.WithIntentKey accepts it whichever provider is called.
+func TestDownstreamKeyFitsEveryDialect(t *testing.T) {
+	t.Parallel()
+	_, key := downstreamOf(downstreamAPI(t, "charge", server.WithDownstreamSecret(downstreamSecret)), "tenant-a", "k-1")
+	for _, name := range dialect.Names() {
+		d, err := dialect.ByName(name)
+		require.NoError(t, err)
+		assert.NoError(t, d.CheckKey(key), "dialect %s", name)
+	}
 }
