@@ -174,3 +174,67 @@ func otherDatabase(t *testing.T, dsn string) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// Two transactions begin one intent (a handler and its retry after a
+// takeover): the second waits for the first; once the first commits it
+// gets the committed intent back, and only one exists.
+func TestCreateClaimedTxConcurrentTransactionsShareOneIntent(t *testing.T) {
+	t.Parallel()
+	schema := newPostgresTestSchema(t)
+	p := openPostgresIn(t, schema, nil)
+	pool, _ := appPool(t, testenv.PostgresDSN(t), schema)
+	ctx := t.Context()
+
+	first, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(context.Background()) }()
+	_, created, err := p.CreateClaimedTx(ctx, first, pendingRecordNamed(1, "orders/o-1/charge"), "api-1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, created)
+
+	type outcome struct {
+		r       *keystore.Record
+		created bool
+		err     error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		second, err := pool.Begin(ctx)
+		if err != nil {
+			done <- outcome{err: err}
+			return
+		}
+		defer func() { _ = second.Rollback(context.Background()) }()
+		r, created, err := p.CreateClaimedTx(ctx, second, pendingRecordNamed(1, "orders/o-1/charge"), "api-2", time.Minute)
+		if err == nil {
+			err = second.Commit(ctx)
+		}
+		done <- outcome{r, created, err}
+	}()
+	// The second insert waits on the first's row lock, as the server
+	// reports it.
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO %' AND query LIKE '%' || $1 || '%'`, schema).Scan(&waiting)
+		return err == nil && waiting == 1
+	}, 10*time.Second, 10*time.Millisecond, "the second transaction waits for the first")
+	select {
+	case o := <-done:
+		t.Fatalf("the second transaction did not wait for the first: %+v", o)
+	default:
+	}
+	require.NoError(t, first.Commit(ctx))
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second transaction is still waiting after the first committed")
+	}
+	require.NoError(t, o.err)
+	assert.False(t, o.created, "the committed intent is returned")
+	assert.Equal(t, pendingRecord(1).Key, o.r.Key)
+	recs, err := p.List(ctx, keystore.Filter{})
+	require.NoError(t, err)
+	assert.Len(t, recs, 1)
+}
