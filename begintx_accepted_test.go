@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ type ordersAPI struct {
 	store    *pgstore.Store
 	client   *Client // the API's own client of the provider
 	provider string
+	lastErr  atomic.Pointer[error] // the error of the handler's last Do
 }
 
 // create is POST /orders.
@@ -71,22 +73,25 @@ func (a *ordersAPI) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// Phase 2: the charge, outside any transaction.
-	_, err = a.client.Do(ctx, in)
+	// Phase 2: the charge, outside any transaction. Where it stands is
+	// the intent's state; the error only says why it is not settled.
+	_, doErr := a.client.Do(ctx, in)
+	a.lastErr.Store(&doErr)
 	header := http.Header{"Content-Type": {"application/json"}}
 	var answer server.Response
 	newState := ""
-	switch {
-	case err == nil:
+	switch in.State {
+	case Succeeded:
 		newState = "paid"
 		answer = server.Response{Status: http.StatusCreated, Header: header, Body: fmt.Appendf(nil, `{"id":%q,"status":"paid"}`, orderID)}
-	case errors.Is(err, ErrOutcomeUnknown):
-		// The order stays pending; the client polls its operation.
-		header.Set("Location", "/operations/"+orderID)
-		answer = server.Response{Status: http.StatusAccepted, Header: header, Body: fmt.Appendf(nil, `{"id":%q,"status":"pending"}`, orderID)}
-	default:
+	case Failed:
 		newState = "failed"
 		answer = server.Response{Status: http.StatusPaymentRequired, Header: header, Body: fmt.Appendf(nil, `{"id":%q,"status":"failed"}`, orderID)}
+	default:
+		// Unknown, or not sent yet: the order stays pending; the client
+		// polls its operation and the completer finishes the charge.
+		header.Set("Location", "/operations/"+orderID)
+		answer = server.Response{Status: http.StatusAccepted, Header: header, Body: fmt.Appendf(nil, `{"id":%q,"status":"pending"}`, orderID)}
 	}
 
 	// Phase 3: the inbound key's answer and the order's new state, one
@@ -189,6 +194,8 @@ func TestBeginTxUnknownChargeIsAnswered202AndSettledByTheCompleter(t *testing.T)
 	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
 	assert.Equal(t, Accepted, order.State)
 	assert.Equal(t, 1, provider.PaymentCount(), "the charge was made; its answer lost")
+	require.NotNil(t, a.lastErr.Load())
+	require.ErrorIs(t, *a.lastErr.Load(), ErrOutcomeUnknown, "the API's charge was unknown")
 	var state string
 	require.NoError(t, k.pool.QueryRow(t.Context(), "SELECT state FROM "+k.orders).Scan(&state))
 	assert.Equal(t, "pending", state)

@@ -92,7 +92,7 @@ func TestReadmeBeginTxExampleCompiles(t *testing.T) {
 	src := `package readmebegintx
 
 import (
-	"errors"
+	"log"
 	"net/http"
 	"strings"
 
