@@ -82,8 +82,9 @@ func beginOptions(opts []BeginOption) (beginConfig, error) {
 
 // existingByKey is Begin's answer when a caller-chosen key is stored
 // already: the same intent (payload and principal), or a conflict.
-func (c *Client) existingByKey(ctx context.Context, rec *keystore.Record, createErr error) (*keystore.Record, error) {
-	found, err := c.store.Get(ctx, rec.Key)
+// get reads the stored record (the keystore's Get, or a transaction's).
+func (c *Client) existingByKey(ctx context.Context, rec *keystore.Record, createErr error, get func(context.Context, string) (*keystore.Record, error)) (*keystore.Record, error) {
+	found, err := get(ctx, rec.Key)
 	if err != nil {
 		return nil, fmt.Errorf("idem: persisting intent: %w", errors.Join(createErr, err))
 	}

@@ -122,8 +122,9 @@ func (c *Client) do(ctx context.Context, in *Intent) (*http.Response, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), err)
+		return nil, fmt.Errorf("idem: loading intent (key hash %s): %w", keyHash(in.Key), in.tx.notCommitted(err))
 	}
+	in.tx.register(c, key) // committed: BeginTx's secrets go to the Client now
 	var rec *keystore.Record
 	var release func()
 	err = c.readStore(ctx, "claiming the intent", func(rctx context.Context) (err error) {

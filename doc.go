@@ -22,6 +22,9 @@
 // returns. With a non-empty name, Begin is idempotent itself: the same
 // name and payload give back the same intent and key, after a restart
 // too, and a different payload under that name is ErrIntentConflict.
+// BeginTx does the same inside a database transaction of the caller's
+// (the Postgres keystore's), so an API's own rows and the intent of the
+// call it makes commit together; the call is sent after the commit.
 //
 // Do sends the intent with its key, judges every answer with the
 // client's dialect (WithDialect; default dialect.Draft, the IETF draft

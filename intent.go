@@ -94,6 +94,9 @@ type Intent struct {
 	// first attempt) for the record the keystore hands back only when it
 	// is this very one (see checkIntegrity, begunIntent).
 	begun *begunIntent
+	// tx holds what BeginTx kept for the first Do, nil for an intent
+	// not begun in a transaction (begintx.go).
+	tx *txBegun
 }
 
 func intentFromRecord(r *keystore.Record) *Intent {
@@ -154,6 +157,13 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	if err != nil {
 		return nil, err
 	}
+	return c.begin(ctx, nil, name, req, bopts)
+}
+
+// begin is Begin with its options read; tx says where the intent is
+// created: nil for the keystore itself, a caller's transaction for
+// BeginTx.
+func (c *Client) begin(ctx context.Context, tx *txTarget, name string, req *http.Request, bopts beginConfig) (*Intent, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
@@ -213,20 +223,27 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	// of a copy may (keystore.Adopter).
 	var existing *keystore.Record
 	var created bool
-	err = c.readStore(ctx, "storing the intent", func(wctx context.Context) (err error) {
-		existing, created, err = c.createRecordClaimed(wctx, rec)
-		return err
-	})
-	switch {
-	case err != nil && bopts.key != "" && errors.Is(err, keystore.ErrDuplicateKey):
-		// A key of the caller's: it may name this very intent.
-		if existing, err = c.existingByKey(ctx, rec, err); err != nil {
-			return nil, err
-		}
-	case err != nil:
-		existing, created, err = c.settleCreateDoubt(ctx, rec, err)
+	if tx != nil {
+		existing, created, err = c.createInTx(ctx, tx, rec, bopts.key != "")
 		if err != nil {
 			return nil, err
+		}
+	} else {
+		err = c.readStore(ctx, "storing the intent", func(wctx context.Context) (err error) {
+			existing, created, err = c.createRecordClaimed(wctx, rec)
+			return err
+		})
+		switch {
+		case err != nil && bopts.key != "" && errors.Is(err, keystore.ErrDuplicateKey):
+			// A key of the caller's: it may name this very intent.
+			if existing, err = c.existingByKey(ctx, rec, err, c.store.Get); err != nil {
+				return nil, err
+			}
+		case err != nil:
+			existing, created, err = c.settleCreateDoubt(ctx, rec, err)
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	if !created {
@@ -243,6 +260,13 @@ func (c *Client) Begin(ctx context.Context, name string, req *http.Request, opts
 	var secrets http.Header
 	if withSecrets {
 		secrets = sent
+	}
+	if tx != nil {
+		// Kept with the Intent until its first Do finds the record
+		// committed: a transaction rolled back leaves nothing behind.
+		out := intentFromRecord(rec)
+		out.tx = &txBegun{secrets: secrets, params: params, created: created}
+		return out, nil
 	}
 	c.local.begun(rec.Key, secrets, params, created)
 	if c.debugEnabled(ctx) {

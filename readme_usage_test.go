@@ -56,6 +56,13 @@ func usingTheClient(ctx context.Context, token string) error {
 	return nil
 }
 `
+	vetReadmeSource(t, goCmd, src)
+}
+
+// vetReadmeSource type-checks and vets src, a file of the package in
+// docs, without writing into the source tree.
+func vetReadmeSource(t *testing.T, goCmd, src string) {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "readme.go")
 	require.NoError(t, os.WriteFile(file, []byte(src), 0o600))
@@ -71,5 +78,40 @@ func usingTheClient(ctx context.Context, token string) error {
 	require.NoError(t, os.WriteFile(overlayFile, overlay, 0o600))
 	cmd := exec.CommandContext(t.Context(), goCmd, "vet", "-overlay="+overlayFile, "./docs")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the README's client example does not compile:\n%s\n%s", out, src)
+	require.NoError(t, err, "the README's example does not compile:\n%s\n%s", out, src)
+}
+
+// The README's handler that calls a provider (BeginTx, DownstreamKey,
+// CompleteTx) compiles against the packages as they are.
+func TestReadmeBeginTxExampleCompiles(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.GoCommand(t, "compile the README's example")
+	block := readmeGoBlock(t, "### Calling a provider from a guarded handler")
+	require.Contains(t, block, "BeginTx(")
+	require.Contains(t, block, "server.DownstreamKey(")
+	src := `package readmebegintx
+
+import (
+	"log"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/server"
+	"github.com/idemkit/idem/server/pgstore"
+)
+
+type ordersAPI struct {
+	pool          *pgxpool.Pool
+	client        *idem.Client
+	store         *pgstore.Store
+	provider      string
+	providerToken string
+}
+
+` + block + "\n"
+	vetReadmeSource(t, goCmd, src)
 }

@@ -17,6 +17,7 @@ import (
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, res Reservation, body []byte, log *slog.Logger) {
 	hr := newHeldRequest(r.Context(), res, m.cfg.retention, m.cfg.storeTimeout, body, log)
 	held := &hr.held
+	held.downstreamSecret = m.cfg.downstreamSecret
 	req := r.WithContext(&hr.ctx)
 	req.Body = &hr.body
 	req.ContentLength = int64(len(body))

@@ -29,6 +29,9 @@ type Held struct {
 	StoreTimeout time.Duration
 	completed    atomic.Bool
 	notExecuted  atomic.Bool
+	// downstreamSecret is the layer's WithDownstreamSecret
+	// (DownstreamKey), nil without one.
+	downstreamSecret []byte
 }
 
 // Completion returns the completion that stores resp for this

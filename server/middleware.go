@@ -50,6 +50,9 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 	if err := CheckLease(cfg.lease, cfg.storeTimeout); err != nil {
 		return nil, err
 	}
+	if err := checkDownstreamSecret(&cfg); err != nil {
+		return nil, err
+	}
 	cfg.jsonTokens = JSONTokenLimit(cfg.maxBody)
 	watcher, _ := store.(KeyWatcher)
 	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg, watcher: watcher}, nil

@@ -50,6 +50,8 @@ type config struct {
 	storeTimeout         time.Duration
 	waitOriginal         time.Duration   // WithWaitForOriginal (waitoriginal.go)
 	tel                  serverTelemetry // WithTracerProvider, WithMeterProvider (telemetry.go)
+	downstreamSecret     []byte          // WithDownstreamSecret (downstream.go)
+	downstreamSet        bool
 }
 
 func defaultConfig() config {

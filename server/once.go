@@ -35,8 +35,9 @@ var (
 // result fails with ErrFenced: the newer consumer's result stands. Each
 // store call is bounded by WithStoreTimeout (default 3 s): a store that
 // has not answered by then is a *StoreTimeoutError (ErrStoreTimeout).
-// Only WithLease, WithRetention, WithStoreTimeout, WithTracerProvider and
-// WithMeterProvider of opts apply.
+// Only WithLease, WithRetention, WithStoreTimeout, WithDownstreamSecret
+// (for Held.DownstreamKey), WithTracerProvider and WithMeterProvider of
+// opts apply.
 func Once(ctx context.Context, store Store, scope Scope, id, fingerprint string, fn func(ctx context.Context) ([]byte, error), opts ...Option) ([]byte, error) {
 	cfg := defaultConfig()
 	for _, opt := range opts {
@@ -72,7 +73,7 @@ func Once(ctx context.Context, store Store, scope Scope, id, fingerprint string,
 // runOnce runs fn under res and settles the id: completed with the
 // result, or released on an error or a panic.
 func runOnce(ctx context.Context, store Store, cfg config, res Reservation, fn func(context.Context) ([]byte, error)) (result []byte, err error) {
-	held := &Held{Reservation: res, Retention: cfg.retention, StoreTimeout: cfg.storeTimeout}
+	held := &Held{Reservation: res, Retention: cfg.retention, StoreTimeout: cfg.storeTimeout, downstreamSecret: cfg.downstreamSecret}
 	// The id is settled even when ctx ends: fn ran, and its outcome must
 	// not be lost with the caller's deadline. Never beyond the lease,
 	// after which the id is another's anyway.

@@ -2,7 +2,10 @@
 // a fleet of workers shares, which claim intents (keystore.Claimer) so no
 // two send one at the same time, and fence each other's writes. Beside
 // it, a table of saga runs (keystore.RunKeeper, table <table>_runs), so
-// any worker takes up a run another began.
+// any worker takes up a run another began. It also writes an intent in
+// a transaction of the application's own (keystore.TxCreator: a pgx.Tx on
+// the keystore's database), so idem.Client.BeginTx commits an order and
+// the intent of its provider call together.
 //
 // It lives in its own package so that programs with a bbolt or memory
 // keystore do not carry the Postgres driver. Importing it registers its

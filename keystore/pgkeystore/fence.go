@@ -23,7 +23,7 @@ func (p *Store) CreateClaimed(ctx context.Context, r *keystore.Record, owner str
 		return nil, false, err
 	}
 	args := append(postgresRecordArgs(r), owner, lease.Microseconds())
-	return p.create(ctx, r, p.sql.insertClaimed, args)
+	return p.create(ctx, p.pool, r, p.sql.insertClaimed, args)
 }
 
 // UpdateClaimed implements keystore.Claimer: Update, made only while claim_owner

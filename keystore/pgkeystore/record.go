@@ -32,6 +32,8 @@ var postgresRecordColumns = []string{
 
 // postgresSQL holds every statement, built once for one schema.table.
 type postgresSQL struct {
+	// table is the keystore table's qualified, quoted name.
+	table                                                    string
 	insert, update, getByKey, getByName, exists, list, purge string
 	// tombstones picks the next records a purge makes tombstones of.
 	tombstones               string
@@ -70,6 +72,7 @@ func newPostgresSQL(schema, table string) postgresSQL {
 	update := `UPDATE ` + t + ` SET ` + strings.Join(sets, ", ") + `
 			WHERE key = $1 AND name IS NOT DISTINCT FROM $2 AND ` + rewrite
 	return postgresSQL{
+		table: t,
 		// No conflict target: a clash on the key or on the name both do
 		// nothing, and Create works out which one it was.
 		insert: `INSERT INTO ` + t + ` (` + cols + `) VALUES (` + strings.Join(placeholders, ", ") + `) ON CONFLICT DO NOTHING`,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/internal/pgpool"
@@ -168,14 +169,22 @@ func (p *Store) Create(ctx context.Context, r *keystore.Record) (*keystore.Recor
 	if err := p.checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
-	return p.create(ctx, r, p.sql.insert, postgresRecordArgs(r))
+	return p.create(ctx, p.pool, r, p.sql.insert, postgresRecordArgs(r))
 }
 
-// create runs insert, a statement that inserts r with args unless its key
-// or name is taken, and works out the outcome as Create describes.
-func (p *Store) create(ctx context.Context, r *keystore.Record, insert string, args []any) (*keystore.Record, bool, error) {
+// querier is where a statement runs: the pool (autocommit), or a
+// transaction of the caller's (TxCreator).
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// create runs insert on q, a statement that inserts r with args unless
+// its key or name is taken, and works out the outcome as Create
+// describes.
+func (p *Store) create(ctx context.Context, q querier, r *keystore.Record, insert string, args []any) (*keystore.Record, bool, error) {
 	for range 3 {
-		tag, err := p.pool.Exec(ctx, insert, args...)
+		tag, err := q.Exec(ctx, insert, args...)
 		if err != nil {
 			return nil, false, p.fail("create", r.Key, err)
 		}
@@ -183,7 +192,7 @@ func (p *Store) create(ctx context.Context, r *keystore.Record, insert string, a
 			return storedPostgresRecord(r), true, nil
 		}
 		if r.Name != "" {
-			existing, err := p.GetByName(ctx, r.Name)
+			existing, err := p.getByNameOn(ctx, q, r.Name)
 			if err == nil {
 				return existing, false, nil
 			}
@@ -191,7 +200,7 @@ func (p *Store) create(ctx context.Context, r *keystore.Record, insert string, a
 				return nil, false, err
 			}
 		}
-		exists, err := p.exists(ctx, r.Key)
+		exists, err := p.existsOn(ctx, q, r.Key)
 		if err != nil {
 			return nil, false, p.fail("create", r.Key, err)
 		}
@@ -207,7 +216,12 @@ func (p *Store) Get(ctx context.Context, key string) (*keystore.Record, error) {
 	if err := p.checkOpen(); err != nil {
 		return nil, err
 	}
-	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByKey, key))
+	return p.getOn(ctx, p.pool, key)
+}
+
+// getOn is Get run on q.
+func (p *Store) getOn(ctx context.Context, q querier, key string) (*keystore.Record, error) {
+	r, err := scanPostgresRecord(q.QueryRow(ctx, p.sql.getByKey, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", keystore.ErrNotFound, keystore.KeyRef(key))
 	}
@@ -226,7 +240,12 @@ func (p *Store) GetByName(ctx context.Context, name string) (*keystore.Record, e
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty name", keystore.ErrNotFound)
 	}
-	r, err := scanPostgresRecord(p.pool.QueryRow(ctx, p.sql.getByName, name))
+	return p.getByNameOn(ctx, p.pool, name)
+}
+
+// getByNameOn is GetByName run on q.
+func (p *Store) getByNameOn(ctx context.Context, q querier, name string) (*keystore.Record, error) {
+	r, err := scanPostgresRecord(q.QueryRow(ctx, p.sql.getByName, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: no record with that name", keystore.ErrNotFound)
 	}
@@ -370,8 +389,13 @@ func (p *Store) Close() error {
 }
 
 func (p *Store) exists(ctx context.Context, key string) (bool, error) {
+	return p.existsOn(ctx, p.pool, key)
+}
+
+// existsOn is exists run on q.
+func (p *Store) existsOn(ctx context.Context, q querier, key string) (bool, error) {
 	var ok bool
-	err := p.pool.QueryRow(ctx, p.sql.exists, key).Scan(&ok)
+	err := q.QueryRow(ctx, p.sql.exists, key).Scan(&ok)
 	return ok, err
 }
 
