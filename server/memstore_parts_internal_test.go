@@ -142,7 +142,9 @@ func TestFullStoreReclaimsDueRecordsOfTheKeysPart(t *testing.T) {
 // includes taking the next lock: an upper bound.
 func BenchmarkSweepLockHold(b *testing.B) {
 	const records = 1_000_000
-	s := NewMemoryStore()
+	// Twice the records it holds: one principal fills the store, and a
+	// store near its bound refuses a principal past its fair share.
+	s := NewMemoryStore(WithCapacity(2*records, 0))
 	defer s.Close()
 	ctx := context.Background()
 	for i := range records {

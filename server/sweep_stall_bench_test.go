@@ -17,7 +17,9 @@ import (
 // and the 99th-percentile Reserve of the run.
 func BenchmarkSweepStall(b *testing.B) {
 	const records = 1_000_000
-	s := server.NewMemoryStore()
+	// Twice the records it holds: one principal fills the store, and a
+	// store near its bound refuses a principal past its fair share.
+	s := server.NewMemoryStore(server.WithCapacity(2*records, 0))
 	defer s.Close()
 	ctx := context.Background()
 	fingerprint := fp(`{"a":1}`)
