@@ -68,6 +68,9 @@ interleaved -test.bench '^BenchmarkBeginScaling$' -test.benchtime 10x | tee "$OU
 echo "== keystore: how long each Begin waits, 64 callers, across six folds of the log"
 interleaved -test.bench '^BenchmarkBeginLatency$' -test.benchtime 400000x | tee "$OUT/latency.txt"
 
+echo "== telemetry: what OpenTelemetry providers add per Begin + Do (allocations are the figure)"
+interleaved -test.bench '^BenchmarkTelemetryCall$' -test.benchtime 2000x | tee "$OUT/telemetry.txt"
+
 echo "== keystore: raw bbolt commits of 1 and 64 records (the ceiling of group commit)"
 interleaved -test.bench '^BenchmarkBoltBatch$' -test.benchtime 1s | tee "$OUT/batch.txt"
 $BENCHSTAT -col /batch "$OUT/batch.txt" | tee "$OUT/batch.stat"
@@ -94,3 +97,20 @@ echo "== server throughput (load generator in its own process)"
 go build -o "$OUT/benchserver" ./bench/cmd/benchserver
 go build -o "$OUT/serverbench" ./bench/cmd/serverbench
 "$OUT/serverbench" -benchserver "$OUT/benchserver" -rounds 5 -duration 3s | tee "$OUT/server.md"
+
+echo "== server layer in process: plain, unprotected and protected handlers (cpu-µs/op)"
+go test -c -o "$OUT/handlers.test" ./bench/cmd/benchserver
+for _ in $(seq "$COUNT"); do
+	"$OUT/handlers.test" -test.run '^$' -test.bench '^BenchmarkHandlers$' -test.benchtime 200000x -test.benchmem
+done | tee "$OUT/handlers.txt"
+
+echo "== memory store sweep at 1M records: lock holds a request can wait for"
+go test -c -o "$OUT/server.test" ./server/
+"$OUT/server.test" -test.run '^$' -test.bench '^(BenchmarkSweepLockHold|BenchmarkSweepStall)$' -test.benchtime 20x | tee "$OUT/sweep.txt"
+
+echo "== binary size of a Transport-only program: idem against go-retryablehttp"
+for p in sizeidem sizeretryablehttp; do
+	go build -trimpath -ldflags='-s -w' -o "$OUT/$p" "./bench/cmd/$p"
+	go build -o "$OUT/$p.plain" "./bench/cmd/$p"
+done
+wc -c "$OUT/sizeidem" "$OUT/sizeretryablehttp" "$OUT/sizeidem.plain" "$OUT/sizeretryablehttp.plain" | tee "$OUT/size.txt"
