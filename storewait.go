@@ -121,6 +121,19 @@ func storeTimeoutError(what string, bound time.Duration) error {
 	return fmt.Errorf("%w: %s did not return within %s; it may still complete (%w)", ErrStoreTimeout, what, bound.Round(time.Millisecond), context.DeadlineExceeded)
 }
 
+// ranOutKey carries, in this package's tests only, a func told of every
+// keystore wait that ran out: when the wait started and the instant the
+// code had set for it to give up. A test checks those bounds instead of
+// timing the call, which would test the machine's speed.
+type ranOutKey struct{}
+
+// reportRanOut tells ctx's ranOutKey func, if any, of a wait that ran out.
+func reportRanOut(ctx context.Context, what string, start, limit time.Time) {
+	if seen, ok := ctx.Value(ranOutKey{}).(func(what string, start, limit time.Time)); ok {
+		seen(what, start, limit)
+	}
+}
+
 // waitStore runs fn, a keystore call, within the call's budget (see
 // storeBudget), under ctx's values without its cancellation: what it
 // stores or settles must be done even once the call's context has ended.
@@ -170,6 +183,7 @@ func waitStore[T any](c *Client, ctx context.Context, what string, upTo time.Dur
 				return r.v, r.err // finished just as the bound ran out
 			}
 			b.ended(time.Now(), c.cfg.writeGrace)
+			reportRanOut(ctx, what, start, limit)
 			var zero T
 			return zero, storeTimeoutError(what, limit.Sub(start))
 		}
@@ -206,9 +220,10 @@ func (c *Client) readStore(ctx context.Context, what string, fn func(context.Con
 		return fn(ctx) // the caller's deadline comes first
 	}
 	b := budgetOf(ctx)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	until := start.Add(timeout)
+	rctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	until, _ := rctx.Deadline()
 	b.mu.Lock()
 	b.readUntil = until
 	b.mu.Unlock()
@@ -218,6 +233,7 @@ func (c *Client) readStore(ctx context.Context, what string, fn func(context.Con
 	b.mu.Unlock()
 	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		b.ended(time.Now(), c.cfg.writeGrace)
+		reportRanOut(ctx, what, start, until)
 		return fmt.Errorf("%w: %s did not return within %s: %w", ErrStoreTimeout, what, timeout, err)
 	}
 	return err
