@@ -75,7 +75,7 @@ func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
 	c := newTestClient(t, WithStore(st), WithWriteGrace(grace))
 	in := begin(t, c, "order-stall/payment", paymentRequest(t, f.URL, 100, "stall"))
 
-	var waits ranOutWaits
+	var waits storeWaits
 	ctx, cancel := context.WithTimeout(waits.watch(context.Background()), answerWithin)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -86,7 +86,7 @@ func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
 	require.NotNil(t, resp, "the server's answer still comes back")
 	assert.Equal(t, http.StatusCreated, resp.StatusCode)
 	assert.Equal(t, Pending, in.State, "the intent as the keystore last recorded it")
-	requireOneGraceFrom(t, &waits, deadline.Add(grace))
+	requireOneGrace(t, &waits, deadline, deadline.Add(grace))
 
 	proxy.Resume()
 	got, err := c.Resume(context.Background(), in.Key)
@@ -113,7 +113,7 @@ func TestDoWithoutADeadlineOnAStalledPostgresIsBoundedByTheStoreTimeout(t *testi
 	in := begin(t, c, "order-nodeadline/payment", paymentRequest(t, srv.URL, 100, "nodeadline"))
 
 	proxy.Pause()
-	var waits ranOutWaits
+	var waits storeWaits
 	_, err := doWithin(t, c, waits.watch(context.Background()), in)
 	require.ErrorIs(t, err, ErrStoreTimeout)
 	assert.Equal(t, Pending, in.State)
@@ -136,7 +136,7 @@ func TestBeginWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
 	st, proxy := postgresBehindPauseProxy(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
 	proxy.Pause()
-	var waits ranOutWaits
+	var waits storeWaits
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Begin(waits.watch(context.Background()), "order-begin-stall/payment", paymentRequest(t, "https://api.example.com", 100, "begin-stall"))
@@ -169,7 +169,7 @@ func TestClaimPendingWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
 	st, proxy := postgresBehindPauseProxy(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
 	proxy.Pause()
-	var waits ranOutWaits
+	var waits storeWaits
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.ClaimPending(waits.watch(context.Background()), 10)

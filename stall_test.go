@@ -45,7 +45,7 @@ func (s *stallingStore) Update(ctx context.Context, r *keystore.Record) error {
 // is answered before it, and the keystore write of the answer stalls past
 // it. It is generous so that a loaded machine still answers in time; the
 // tests never assert how long a call took, only the bounds the code set
-// (ranOutWaits).
+// (storeWaits).
 const answerWithin = 2 * time.Second
 
 // Do returns at most one write grace after its deadline whatever the
@@ -66,7 +66,7 @@ func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 			in := begin(t, c, "", paymentRequest(t, srv.URL, 100, "stall"))
 			store.armed.Store(true)
 
-			var waits ranOutWaits
+			var waits storeWaits
 			ctx, cancel := context.WithTimeout(waits.watch(context.Background()), answerWithin)
 			defer cancel()
 			deadline, _ := ctx.Deadline()
@@ -88,7 +88,7 @@ func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 			require.NotNil(t, resp, "the server's answer still comes back")
 			assert.Equal(t, http.StatusCreated, resp.StatusCode)
 			assert.Equal(t, Pending, in.State, "the intent as the keystore holds it, not as the lost write would have left it")
-			requireOneGraceFrom(t, &waits, deadline.Add(grace))
+			requireOneGrace(t, &waits, deadline, deadline.Add(grace))
 
 			store.armed.Store(false)
 			got, rerr := c.Resume(context.Background(), in.Key)
@@ -124,7 +124,7 @@ func TestDoOnAStalledBoltKeystoreTakesOneGrace(t *testing.T) {
 					close(store.release)
 				}
 			})
-			var waits ranOutWaits
+			var waits storeWaits
 			var ctx context.Context
 			var cancel context.CancelFunc
 			if canceled {
@@ -154,12 +154,13 @@ func TestDoOnAStalledBoltKeystoreTakesOneGrace(t *testing.T) {
 			require.ErrorIs(t, err, ErrStoreTimeout)
 			assert.Equal(t, Pending, in.State, "the intent as the keystore last recorded it")
 			if canceled {
-				end := requireSharedGrace(t, &waits)
 				from := <-canceledAt
+				end := firstRanOut(t, &waits).limit
 				assert.False(t, end.Before(from.Add(grace)), "the grace runs from the cancel")
+				requireOneGrace(t, &waits, from, end)
 			} else {
 				deadline, _ := ctx.Deadline()
-				requireOneGraceFrom(t, &waits, deadline.Add(grace))
+				requireOneGrace(t, &waits, deadline, deadline.Add(grace))
 			}
 
 			store.armed.Store(false)

@@ -121,16 +121,17 @@ func storeTimeoutError(what string, bound time.Duration) error {
 	return fmt.Errorf("%w: %s did not return within %s; it may still complete (%w)", ErrStoreTimeout, what, bound.Round(time.Millisecond), context.DeadlineExceeded)
 }
 
-// ranOutKey carries, in this package's tests only, a func told of every
-// keystore wait that ran out: when the wait started and the instant the
-// code had set for it to give up. A test checks those bounds instead of
+// waitSeenKey carries, in this package's tests only, a func told of
+// every keystore wait that had to wait (the store did not answer at once)
+// when it ends: when it started, the instant the code had set for it to
+// give up, and whether it ran out. A test checks those bounds instead of
 // timing the call, which would test the machine's speed.
-type ranOutKey struct{}
+type waitSeenKey struct{}
 
-// reportRanOut tells ctx's ranOutKey func, if any, of a wait that ran out.
-func reportRanOut(ctx context.Context, what string, start, limit time.Time) {
-	if seen, ok := ctx.Value(ranOutKey{}).(func(what string, start, limit time.Time)); ok {
-		seen(what, start, limit)
+// reportWait tells ctx's waitSeenKey func, if any, of a wait that ended.
+func reportWait(ctx context.Context, what string, start, limit time.Time, ranOut bool) {
+	if seen, ok := ctx.Value(waitSeenKey{}).(func(what string, start, limit time.Time, ranOut bool)); ok {
+		seen(what, start, limit, ranOut)
 	}
 }
 
@@ -169,6 +170,7 @@ func waitStore[T any](c *Client, ctx context.Context, what string, upTo time.Dur
 	for {
 		select {
 		case r := <-done:
+			reportWait(ctx, what, start, limit, false)
 			return r.v, r.err
 		case <-callerDone:
 			// The call ended while the keystore worked: what is left of
@@ -180,10 +182,11 @@ func waitStore[T any](c *Client, ctx context.Context, what string, upTo time.Dur
 			}
 		case <-timer.C:
 			if r, ok := receiveNow(done); ok {
+				reportWait(ctx, what, start, limit, false)
 				return r.v, r.err // finished just as the bound ran out
 			}
 			b.ended(time.Now(), c.cfg.writeGrace)
-			reportRanOut(ctx, what, start, limit)
+			reportWait(ctx, what, start, limit, true)
 			var zero T
 			return zero, storeTimeoutError(what, limit.Sub(start))
 		}
@@ -233,7 +236,7 @@ func (c *Client) readStore(ctx context.Context, what string, fn func(context.Con
 	b.mu.Unlock()
 	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		b.ended(time.Now(), c.cfg.writeGrace)
-		reportRanOut(ctx, what, start, until)
+		reportWait(ctx, what, start, until, true)
 		return fmt.Errorf("%w: %s did not return within %s: %w", ErrStoreTimeout, what, timeout, err)
 	}
 	return err
