@@ -55,6 +55,7 @@ func TestOnceStoreTimeoutWithStalledPostgres(t *testing.T) {
 	pg, err := pgstore.Open(t.Context(), u.String(), pgstore.WithSchema(testenv.PostgresSchema(t, dsn, "idemtest_")))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pg.Close() })
+	t.Cleanup(proxy.Resume) // first: a store call the test left stalled ends, so Close does not wait on it
 	seen := newStoreCalls()
 	store := watchedStore{pg, seen}
 	bound := server.WithStoreTimeout(testStoreTimeout)

@@ -35,6 +35,7 @@ func TestStoreTimeoutWithStalledRedis(t *testing.T) {
 		redisstore.WithPrefix(testenv.RedisPrefix(t, raw, "idemtest:")), redisstore.WithAllowVolatile())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rs.Close() })
+	t.Cleanup(proxy.Resume) // first: a store call the test left stalled ends, so Close does not wait on it
 	seen := newStoreCalls()
 
 	handler := &countingHandler{}
