@@ -29,6 +29,9 @@ func postgresBehindPauseProxy(t *testing.T) (*pgkeystore.Store, *testenv.PausePr
 	u.Host = proxy.Addr()
 	st, err := pgkeystore.Open(context.Background(), u.String(), &pgkeystore.Options{Schema: schema})
 	require.NoError(t, err)
+	// Registered after the proxy and before any client: runs before the
+	// keystore closes, so a call a failing test left stalled ends.
+	t.Cleanup(proxy.Resume)
 	return st, proxy
 }
 
