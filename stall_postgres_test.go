@@ -29,9 +29,6 @@ func postgresBehindPauseProxy(t *testing.T) (*pgkeystore.Store, *testenv.PausePr
 	u.Host = proxy.Addr()
 	st, err := pgkeystore.Open(context.Background(), u.String(), &pgkeystore.Options{Schema: schema})
 	require.NoError(t, err)
-	// Registered after the proxy and before any client: runs before the
-	// keystore closes, so a call a failing test left stalled ends.
-	t.Cleanup(proxy.Resume)
 	return st, proxy
 }
 
@@ -76,6 +73,7 @@ func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
 		return false
 	})
 	c := newTestClient(t, WithStore(st), WithWriteGrace(grace))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	in := begin(t, c, "order-stall/payment", paymentRequest(t, f.URL, 100, "stall"))
 
 	var waits storeWaits
@@ -113,6 +111,7 @@ func TestDoWithoutADeadlineOnAStalledPostgresIsBoundedByTheStoreTimeout(t *testi
 	st, proxy := postgresBehindPauseProxy(t)
 	srv := idemtest.NewServer(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(time.Second), WithStoreTimeout(timeout))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	in := begin(t, c, "order-nodeadline/payment", paymentRequest(t, srv.URL, 100, "nodeadline"))
 
 	proxy.Pause()
@@ -138,6 +137,7 @@ func TestBeginWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
 	t.Parallel()
 	st, proxy := postgresBehindPauseProxy(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	proxy.Pause()
 	var waits storeWaits
 	done := make(chan error, 1)
@@ -171,6 +171,7 @@ func TestClaimPendingWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
 	t.Parallel()
 	st, proxy := postgresBehindPauseProxy(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	proxy.Pause()
 	var waits storeWaits
 	done := make(chan error, 1)
