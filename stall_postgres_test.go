@@ -33,14 +33,14 @@ func postgresBehindPauseProxy(t *testing.T) (*pgkeystore.Store, *testenv.PausePr
 }
 
 // doWithin runs Do on its own goroutine and fails the test if it has not
-// returned by limit: a Do that hangs fails the test instead of hanging it.
-func doWithin(t *testing.T, c *Client, ctx context.Context, in *Intent, limit time.Duration) (*http.Response, error, time.Duration) {
+// returned within the hang guard: a Do that hangs fails the test instead
+// of hanging it. The guard is never what a test asserts.
+func doWithin(t *testing.T, c *Client, ctx context.Context, in *Intent) (*http.Response, error) {
 	t.Helper()
 	type result struct {
 		resp *http.Response
 		err  error
 	}
-	start := time.Now()
 	done := make(chan result, 1)
 	go func() {
 		resp, err := c.Do(ctx, in)
@@ -48,24 +48,22 @@ func doWithin(t *testing.T, c *Client, ctx context.Context, in *Intent, limit ti
 	}()
 	select {
 	case r := <-done:
-		return r.resp, r.err, time.Since(start)
-	case <-time.After(limit):
-		t.Fatalf("Do did not return within %s", limit)
-		return nil, nil, 0
+		return r.resp, r.err
+	case <-time.After(hangGuard):
+		t.Fatalf("Do did not return within %s", hangGuard)
+		return nil, nil
 	}
 }
 
 // The Postgres keystore stalls while the payment is on the wire: the
 // answer's write, the lookup of what the keystore holds and the claim's
-// release all wait on a silent connection. Do returns within one write
-// grace after its deadline, not one grace per wait: with a grace of 2 s
-// and a deadline 0.5 s away, three graces would take 6.5 s; the limit
-// asserted, 4.5 s, is two graces. The intent stays Pending and its resume
-// pays nothing more.
+// release all wait on a silent connection. Do gives them one write grace
+// after its deadline, not one grace per wait: every wait that ran out had
+// the deadline plus the grace as its limit. The intent stays Pending and
+// its resume pays nothing more.
 func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
 	t.Parallel()
-	const grace = 2 * time.Second
-	const deadline = 500 * time.Millisecond
+	const grace = 500 * time.Millisecond
 	st, proxy := postgresBehindPauseProxy(t)
 	origin := idemtest.NewServer(t)
 	f := newFront(t, origin.URL, func(n int, w http.ResponseWriter, r *http.Request, forward http.Handler) bool {
@@ -75,19 +73,21 @@ func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
 		return false
 	})
 	c := newTestClient(t, WithStore(st), WithWriteGrace(grace))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	in := begin(t, c, "order-stall/payment", paymentRequest(t, f.URL, 100, "stall"))
 
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	var waits storeWaits
+	ctx, cancel := context.WithTimeout(waits.watch(context.Background()), answerWithin)
 	defer cancel()
-	resp, err, took := doWithin(t, c, ctx, in, time.Minute)
+	deadline, _ := ctx.Deadline()
+	resp, err := doWithin(t, c, ctx, in)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrStoreTimeout)
 	assert.Contains(t, err.Error(), "storing the answer")
 	require.NotNil(t, resp, "the server's answer still comes back")
 	assert.Equal(t, http.StatusCreated, resp.StatusCode)
 	assert.Equal(t, Pending, in.State, "the intent as the keystore last recorded it")
-	assert.Less(t, took, deadline+2*grace, "one write grace after the deadline, not one per keystore wait")
-	t.Logf("Do returned %s after it started (deadline %s, grace %s)", took.Round(time.Millisecond), deadline, grace)
+	requireOneGrace(t, &waits, deadline, deadline.Add(grace))
 
 	proxy.Resume()
 	got, err := c.Resume(context.Background(), in.Key)
@@ -102,22 +102,25 @@ func TestDoOnAStalledPostgresTakesOneGraceAfterItsDeadline(t *testing.T) {
 
 // Without a deadline, Do on a Postgres keystore that stalls before it
 // starts is bounded by the store timeout: it returns an error matching
-// ErrStoreTimeout, having sent nothing, and the intent pays once when
-// the keystore answers again.
+// ErrStoreTimeout, having sent nothing: the wait that ran out first had
+// the store timeout from its start as its limit, and any later one the
+// call's one grace. The intent pays once when the keystore answers again.
 func TestDoWithoutADeadlineOnAStalledPostgresIsBoundedByTheStoreTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Second
 	st, proxy := postgresBehindPauseProxy(t)
 	srv := idemtest.NewServer(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(time.Second), WithStoreTimeout(timeout))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	in := begin(t, c, "order-nodeadline/payment", paymentRequest(t, srv.URL, 100, "nodeadline"))
 
 	proxy.Pause()
-	_, err, took := doWithin(t, c, context.Background(), in, time.Minute)
+	var waits storeWaits
+	_, err := doWithin(t, c, waits.watch(context.Background()), in)
 	require.ErrorIs(t, err, ErrStoreTimeout)
 	assert.Equal(t, Pending, in.State)
 	assert.Zero(t, srv.Requests(), "nothing is sent for an intent the keystore cannot claim")
-	t.Logf("Do returned %s after it started (store timeout %s)", took.Round(time.Millisecond), timeout)
+	requireFirstWaitBoundedBy(t, &waits, timeout)
 
 	proxy.Resume()
 	resp, err := c.Do(context.Background(), in)
@@ -134,22 +137,25 @@ func TestBeginWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
 	t.Parallel()
 	st, proxy := postgresBehindPauseProxy(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	proxy.Pause()
+	var waits storeWaits
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Begin(context.Background(), "order-begin-stall/payment", paymentRequest(t, "https://api.example.com", 100, "begin-stall"))
+		_, err := c.Begin(waits.watch(context.Background()), "order-begin-stall/payment", paymentRequest(t, "https://api.example.com", 100, "begin-stall"))
 		done <- err
 	}()
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(hangGuard):
 		t.Fatal("Begin did not return on a stalled keystore")
 	}
 	// Begin first looks the name up under other principals: that read
 	// runs out of the store timeout before anything is created, so the
 	// caller may simply begin the same name again.
 	require.ErrorIs(t, err, ErrStoreTimeout)
+	requireFirstWaitBoundedBy(t, &waits, time.Second)
 	proxy.Resume()
 	in, err := c.Begin(context.Background(), "order-begin-stall/payment", paymentRequest(t, "https://api.example.com", 100, "begin-stall"))
 	require.NoError(t, err)
@@ -165,16 +171,19 @@ func TestClaimPendingWithoutADeadlineOnAStalledPostgresIsBounded(t *testing.T) {
 	t.Parallel()
 	st, proxy := postgresBehindPauseProxy(t)
 	c := newTestClient(t, WithStore(st), WithWriteGrace(200*time.Millisecond), WithStoreTimeout(time.Second))
+	t.Cleanup(proxy.Resume) // runs before the client closes the keystore: a call a failing test left stalled ends
 	proxy.Pause()
+	var waits storeWaits
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.ClaimPending(context.Background(), 10)
+		_, err := c.ClaimPending(waits.watch(context.Background()), 10)
 		done <- err
 	}()
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, ErrStoreTimeout)
-	case <-time.After(time.Minute):
+		requireFirstWaitBoundedBy(t, &waits, time.Second)
+	case <-time.After(hangGuard):
 		t.Fatal("ClaimPending did not return on a stalled keystore")
 	}
 	proxy.Resume()

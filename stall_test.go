@@ -41,23 +41,35 @@ func (s *stallingStore) Update(ctx context.Context, r *keystore.Record) error {
 	return s.Store.Update(ctx, r)
 }
 
-// Do returns within its deadline plus the write grace whatever the
-// keystore does; the answer comes back with an error saying the write did
-// not complete, and the intent stays Pending, resumable with its key.
+// answerWithin is the caller's deadline in the stall tests: the payment
+// is answered before it, and the keystore write of the answer stalls past
+// it. It is generous so that a loaded machine still answers in time; the
+// tests never assert how long a call took, only the bounds the code set
+// (storeWaits).
+const answerWithin = 2 * time.Second
+
+// Do returns at most one write grace after its deadline whatever the
+// keystore does: every keystore wait that ran out had the deadline plus
+// the grace as its limit; the answer comes back with an error saying the
+// write did not complete, and the intent stays Pending, resumable with
+// its key.
 func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 	t.Parallel()
+	const grace = 200 * time.Millisecond
 	for _, ignoreCtx := range []bool{false, true} {
 		t.Run(map[bool]string{false: "honours ctx", true: "ignores ctx"}[ignoreCtx], func(t *testing.T) {
 			t.Parallel()
 			srv := idemtest.NewServer(t)
 			store := &stallingStore{Store: keystore.NewMemory(), ignoreCtx: ignoreCtx, release: make(chan struct{})}
 			t.Cleanup(func() { close(store.release) })
-			c := newTestClient(t, WithStore(nopCloseStore{store}), WithWriteGrace(200*time.Millisecond))
+			c := newTestClient(t, WithStore(nopCloseStore{store}), WithWriteGrace(grace))
 			in := begin(t, c, "", paymentRequest(t, srv.URL, 100, "stall"))
 			store.armed.Store(true)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			var waits storeWaits
+			ctx, cancel := context.WithTimeout(waits.watch(context.Background()), answerWithin)
 			defer cancel()
+			deadline, _ := ctx.Deadline()
 			done := make(chan struct{})
 			var resp *http.Response
 			var err error
@@ -67,14 +79,16 @@ func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 			}()
 			select {
 			case <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(hangGuard):
 				t.Fatal("Do did not return although its deadline and the write grace had passed")
 			}
 			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrStoreTimeout)
 			assert.Contains(t, err.Error(), "storing the answer")
 			require.NotNil(t, resp, "the server's answer still comes back")
 			assert.Equal(t, http.StatusCreated, resp.StatusCode)
 			assert.Equal(t, Pending, in.State, "the intent as the keystore holds it, not as the lost write would have left it")
+			requireOneGrace(t, &waits, deadline, deadline.Add(grace))
 
 			store.armed.Store(false)
 			got, rerr := c.Resume(context.Background(), in.Key)
@@ -91,13 +105,13 @@ func TestDoIsBoundedWhenTheKeystoreStalls(t *testing.T) {
 
 // A bbolt keystore whose disk stalls (its writes block, whatever their
 // context, as a write waiting on fdatasync does) while the payment is on
-// the wire: Do returns within one write grace after its deadline, or
-// after its context was canceled, with an error matching
-// ErrStoreTimeout. Once the disk answers, the intent's resume pays
+// the wire: Do gives the keystore one write grace after its deadline, or
+// after its context was canceled, for all its waits, and returns an
+// error matching ErrStoreTimeout. Once the disk answers, the intent's resume pays
 // nothing more.
 func TestDoOnAStalledBoltKeystoreTakesOneGrace(t *testing.T) {
 	t.Parallel()
-	const grace = 2 * time.Second
+	const grace = 500 * time.Millisecond
 	for _, canceled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "deadline", true: "canceled"}[canceled], func(t *testing.T) {
 			t.Parallel()
@@ -110,20 +124,23 @@ func TestDoOnAStalledBoltKeystoreTakesOneGrace(t *testing.T) {
 					close(store.release)
 				}
 			})
+			var waits storeWaits
 			var ctx context.Context
 			var cancel context.CancelFunc
 			if canceled {
-				ctx, cancel = context.WithCancel(context.Background())
+				ctx, cancel = context.WithCancel(waits.watch(context.Background()))
 			} else {
-				ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+				ctx, cancel = context.WithTimeout(waits.watch(context.Background()), answerWithin)
 			}
 			defer cancel()
+			canceledAt := make(chan time.Time, 1)
 			origin := idemtest.NewServer(t)
 			f := newFront(t, origin.URL, func(n int, w http.ResponseWriter, r *http.Request, forward http.Handler) bool {
 				if n == 1 {
 					store.armed.Store(true) // the payment is on the wire; the disk stalls
 					if canceled {
 						forward.ServeHTTP(httptest.NewRecorder(), r) // paid, and the answer lost with the call
+						canceledAt <- time.Now()
 						cancel()
 						return true
 					}
@@ -133,17 +150,18 @@ func TestDoOnAStalledBoltKeystoreTakesOneGrace(t *testing.T) {
 			c := newTestClient(t, WithStore(store), WithWriteGrace(grace))
 			in := begin(t, c, "order-disk/payment", paymentRequest(t, f.URL, 100, "disk"))
 
-			start := time.Now()
-			_, err = c.Do(ctx, in)
-			took := time.Since(start)
+			_, err = doWithin(t, c, ctx, in)
 			require.ErrorIs(t, err, ErrStoreTimeout)
 			assert.Equal(t, Pending, in.State, "the intent as the keystore last recorded it")
-			limit := 2 * grace
-			if !canceled {
-				limit += 500 * time.Millisecond
+			if canceled {
+				from := <-canceledAt
+				end := firstRanOut(t, &waits).limit
+				assert.False(t, end.Before(from.Add(grace)), "the grace runs from the cancel")
+				requireOneGrace(t, &waits, from, end)
+			} else {
+				deadline, _ := ctx.Deadline()
+				requireOneGrace(t, &waits, deadline, deadline.Add(grace))
 			}
-			assert.Less(t, took, limit, "one write grace, not one per keystore wait")
-			t.Logf("Do returned %s after it started (grace %s)", took.Round(time.Millisecond), grace)
 
 			store.armed.Store(false)
 			close(store.release) // the disk answers

@@ -121,6 +121,20 @@ func storeTimeoutError(what string, bound time.Duration) error {
 	return fmt.Errorf("%w: %s did not return within %s; it may still complete (%w)", ErrStoreTimeout, what, bound.Round(time.Millisecond), context.DeadlineExceeded)
 }
 
+// waitSeenKey carries, in this package's tests only, a func told of
+// every keystore wait that had to wait (the store did not answer at once)
+// when it ends: when it started, the instant the code had set for it to
+// give up, and whether it ran out. A test checks those bounds instead of
+// timing the call, which would test the machine's speed.
+type waitSeenKey struct{}
+
+// reportWait tells ctx's waitSeenKey func, if any, of a wait that ended.
+func reportWait(ctx context.Context, what string, start, limit time.Time, ranOut bool) {
+	if seen, ok := ctx.Value(waitSeenKey{}).(func(what string, start, limit time.Time, ranOut bool)); ok {
+		seen(what, start, limit, ranOut)
+	}
+}
+
 // waitStore runs fn, a keystore call, within the call's budget (see
 // storeBudget), under ctx's values without its cancellation: what it
 // stores or settles must be done even once the call's context has ended.
@@ -156,6 +170,7 @@ func waitStore[T any](c *Client, ctx context.Context, what string, upTo time.Dur
 	for {
 		select {
 		case r := <-done:
+			reportWait(ctx, what, start, limit, false)
 			return r.v, r.err
 		case <-callerDone:
 			// The call ended while the keystore worked: what is left of
@@ -167,9 +182,11 @@ func waitStore[T any](c *Client, ctx context.Context, what string, upTo time.Dur
 			}
 		case <-timer.C:
 			if r, ok := receiveNow(done); ok {
+				reportWait(ctx, what, start, limit, false)
 				return r.v, r.err // finished just as the bound ran out
 			}
 			b.ended(time.Now(), c.cfg.writeGrace)
+			reportWait(ctx, what, start, limit, true)
 			var zero T
 			return zero, storeTimeoutError(what, limit.Sub(start))
 		}
@@ -206,9 +223,10 @@ func (c *Client) readStore(ctx context.Context, what string, fn func(context.Con
 		return fn(ctx) // the caller's deadline comes first
 	}
 	b := budgetOf(ctx)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	until := start.Add(timeout)
+	rctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	until, _ := rctx.Deadline()
 	b.mu.Lock()
 	b.readUntil = until
 	b.mu.Unlock()
@@ -218,6 +236,7 @@ func (c *Client) readStore(ctx context.Context, what string, fn func(context.Con
 	b.mu.Unlock()
 	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		b.ended(time.Now(), c.cfg.writeGrace)
+		reportWait(ctx, what, start, until, true)
 		return fmt.Errorf("%w: %s did not return within %s: %w", ErrStoreTimeout, what, timeout, err)
 	}
 	return err

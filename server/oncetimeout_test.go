@@ -16,24 +16,25 @@ import (
 	"github.com/idemkit/idem/server/pgstore"
 )
 
-// timedOnce runs Once for id and says how long it took and how often fn ran.
-func timedOnce(ctx context.Context, store server.Store, id string, fn func(context.Context) ([]byte, error), opts ...server.Option) ([]byte, time.Duration, error) {
+// onceStarted runs Once for id and says when the test started it.
+func onceStarted(ctx context.Context, store server.Store, id string, fn func(context.Context) ([]byte, error), opts ...server.Option) ([]byte, time.Time, error) {
 	start := time.Now()
 	got, err := server.Once(ctx, store, onceScope, id, "fp", fn, opts...)
-	return got, time.Since(start), err
+	return got, start, err
 }
 
-// requireStoreTimeout checks err is the typed stall of op, answered
-// within twice the bound.
-func requireStoreTimeout(t *testing.T, err error, op string, bound, took time.Duration) {
+// requireStoreTimeout checks err is the typed stall of op under bound,
+// and that each stalled call of op was given bound from when Once
+// started on it and was ended by it (requireEndedByBound).
+func requireStoreTimeout(t *testing.T, err error, seen *storeCalls, op string, started time.Time, bound time.Duration) {
 	t.Helper()
 	require.ErrorIs(t, err, server.ErrStoreTimeout)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 	var st *server.StoreTimeoutError
 	require.ErrorAs(t, err, &st)
 	assert.Equal(t, op, st.Op)
 	assert.Equal(t, bound, st.Timeout)
-	require.GreaterOrEqual(t, took, bound/2)
-	require.Less(t, took, 2*bound, "a stalled store must be given up on within the bound")
+	requireEndedByBound(t, seen, op, started, bound)
 }
 
 // countRuns returns fn counting its runs into n, answering result.
@@ -51,28 +52,36 @@ func TestOnceStoreTimeoutWithStalledPostgres(t *testing.T) {
 	require.NoError(t, err)
 	proxy := testenv.StartPauseProxy(t, u.Host)
 	u.Host = proxy.Addr()
-	store, err := pgstore.Open(t.Context(), u.String(), pgstore.WithSchema(testenv.PostgresSchema(t, dsn, "idemtest_")))
+	pg, err := pgstore.Open(t.Context(), u.String(), pgstore.WithSchema(testenv.PostgresSchema(t, dsn, "idemtest_")))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
+	t.Cleanup(func() { _ = pg.Close() })
+	t.Cleanup(proxy.Resume) // first: a store call the test left stalled ends, so Close does not wait on it
+	seen := newStoreCalls()
+	store := watchedStore{pg, seen}
 	bound := server.WithStoreTimeout(testStoreTimeout)
 	var runs atomic.Int32
+	// Only stops a hang: the caller's context never ends a call first.
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
 
-	got, _, err := timedOnce(t.Context(), store, "m-before", countRuns(&runs, "done"), bound)
+	got, _, err := onceStarted(ctx, store, "m-before", countRuns(&runs, "done"), bound)
 	require.NoError(t, err, "the store works before the stall")
 	require.Equal(t, "done", string(got))
 
+	seen.reset()
 	proxy.Pause()
-	_, took, err := timedOnce(t.Context(), store, "m-stalled", countRuns(&runs, "never"), bound)
-	requireStoreTimeout(t, err, "reserve", testStoreTimeout, took)
+	_, started, err := onceStarted(ctx, store, "m-stalled", countRuns(&runs, "never"), bound)
+	requireStoreTimeout(t, err, seen, "reserve", started, testStoreTimeout)
 	require.EqualValues(t, 1, runs.Load(), "fn does not run while the store stalls")
 	proxy.Resume()
 
-	_, took, err = timedOnce(t.Context(), store, "m-complete", func(context.Context) ([]byte, error) {
+	seen.reset()
+	_, started, err = onceStarted(ctx, store, "m-complete", func(context.Context) ([]byte, error) {
 		runs.Add(1)
 		proxy.Pause() // the effect is done; the store stops answering
 		return []byte("shipped"), nil
 	}, bound)
-	requireStoreTimeout(t, err, "complete", testStoreTimeout, took)
+	requireStoreTimeout(t, err, seen, "complete", started, testStoreTimeout)
 	require.EqualValues(t, 2, runs.Load())
 	proxy.Resume()
 
@@ -93,10 +102,10 @@ func TestOnceStoreTimeoutWithStalledReserve(t *testing.T) {
 	t.Parallel()
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
+	seen := newStoreCalls()
 	var runs atomic.Int32
-	_, took, err := timedOnce(t.Context(), stallingStore{mem}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(testStoreTimeout))
-	requireStoreTimeout(t, err, "reserve", testStoreTimeout, took)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, started, err := onceStarted(t.Context(), stallingStore{mem, seen}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(testStoreTimeout))
+	requireStoreTimeout(t, err, seen, "reserve", started, testStoreTimeout)
 	require.Zero(t, runs.Load())
 }
 
@@ -106,9 +115,10 @@ func TestOnceStoreTimeoutByDefault(t *testing.T) {
 	t.Parallel()
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
+	seen := newStoreCalls()
 	var runs atomic.Int32
-	_, took, err := timedOnce(t.Context(), stallingStore{mem}, "m-1", countRuns(&runs, "never"))
-	requireStoreTimeout(t, err, "reserve", server.DefaultStoreTimeout, took)
+	_, started, err := onceStarted(t.Context(), stallingStore{mem, seen}, "m-1", countRuns(&runs, "never"))
+	requireStoreTimeout(t, err, seen, "reserve", started, server.DefaultStoreTimeout)
 	require.Zero(t, runs.Load())
 }
 
@@ -120,20 +130,26 @@ func TestOnceCallerDeadlineIsNotAStoreTimeout(t *testing.T) {
 	t.Cleanup(func() { _ = mem.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
+	callerDeadline, _ := ctx.Deadline()
+	seen := newStoreCalls()
 	var runs atomic.Int32
-	_, _, err := timedOnce(ctx, stallingStore{mem}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(time.Minute))
+	_, _, err := onceStarted(ctx, stallingStore{mem, seen}, "m-1", countRuns(&runs, "never"), server.WithStoreTimeout(time.Minute))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NotErrorIs(t, err, server.ErrStoreTimeout)
 	require.Zero(t, runs.Load())
+	calls := seen.of("reserve")
+	require.Len(t, calls, 1)
+	assert.Equal(t, callerDeadline, calls[0].deadline, "the caller's nearer deadline is the store call's")
 }
 
 func TestOnceStoreTimeoutBoundsStoringTheResult(t *testing.T) {
 	t.Parallel()
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
+	seen := newStoreCalls()
 	var runs atomic.Int32
-	_, took, err := timedOnce(t.Context(), stallingCompleteStore{mem}, "m-1", countRuns(&runs, "done"), server.WithStoreTimeout(testStoreTimeout))
-	requireStoreTimeout(t, err, "complete", testStoreTimeout, took)
+	_, started, err := onceStarted(t.Context(), stallingCompleteStore{mem, seen}, "m-1", countRuns(&runs, "done"), server.WithStoreTimeout(testStoreTimeout))
+	requireStoreTimeout(t, err, seen, "complete", started, testStoreTimeout)
 	require.EqualValues(t, 1, runs.Load())
 }
 
@@ -143,28 +159,21 @@ func TestOnceLeaseBoundsStoringTheResult(t *testing.T) {
 	t.Parallel()
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
+	seen := newStoreCalls()
 	var runs atomic.Int32
-	_, took, err := timedOnce(t.Context(), stallingCompleteStore{mem}, "m-1", countRuns(&runs, "done"),
+	_, started, err := onceStarted(t.Context(), stallingCompleteStore{mem, seen}, "m-1", countRuns(&runs, "done"),
 		server.WithStoreTimeout(time.Minute), server.WithLease(testStoreTimeout))
-	requireStoreTimeout(t, err, "complete", testStoreTimeout, took)
-}
-
-// stallingReleaseStore is a real memory store whose Release blocks until
-// its context ends.
-type stallingReleaseStore struct{ *server.MemoryStore }
-
-func (s stallingReleaseStore) Release(ctx context.Context, _ server.Reservation) error {
-	<-ctx.Done()
-	return ctx.Err()
+	requireStoreTimeout(t, err, seen, "complete", started, testStoreTimeout)
 }
 
 func TestOnceStoreTimeoutBoundsReleasingTheID(t *testing.T) {
 	t.Parallel()
 	mem := server.NewMemoryStore()
 	t.Cleanup(func() { _ = mem.Close() })
+	seen := newStoreCalls()
 	boom := errors.New("boom")
-	_, took, err := timedOnce(t.Context(), stallingReleaseStore{mem}, "m-1", func(context.Context) ([]byte, error) { return nil, boom },
+	_, started, err := onceStarted(t.Context(), stallingReleaseStore{mem, seen}, "m-1", func(context.Context) ([]byte, error) { return nil, boom },
 		server.WithStoreTimeout(testStoreTimeout))
 	require.ErrorIs(t, err, boom, "fn's own error is kept")
-	requireStoreTimeout(t, err, "release", testStoreTimeout, took)
+	requireStoreTimeout(t, err, seen, "release", started, testStoreTimeout)
 }

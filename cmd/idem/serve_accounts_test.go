@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/testenv"
 )
 
 // --account models accounts with several tokens: a retry under the
@@ -80,10 +82,10 @@ func TestServe_AccountsRefuseMalformedBooks(t *testing.T) {
 func TestServe_AccountsNeedNoPrincipalKeyForASharedStore(t *testing.T) {
 	t.Parallel()
 	root := newRootCommand(func(string) string { return "" })
-	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--store", "postgres://app@127.0.0.1:1/db", "--account", "acct_1=s3cr3t"})
+	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--store", "postgres://app@" + testenv.ClosedAddr(t) + "/db", "--account", "acct_1=s3cr3t"})
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	err := root.ExecuteContext(t.Context())
-	require.Error(t, err, "nothing listens on port 1")
+	require.Error(t, err, "nothing listens on the store's port")
 	assert.NotContains(t, err.Error(), "principal-key")
 }
