@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemkit/idem/saga"
 )
 
 // completeBatch bounds the orders one pass of the completer takes up.
@@ -57,6 +59,10 @@ func (s *service) completePass(ctx context.Context) int {
 		if ctx.Err() != nil {
 			return done
 		}
+		if d.state == stateNeedsOperator && s.awaitsOperator(ctx, d.id) {
+			s.logf("completer: order %s needs an operator: see `idem runs show %s`", d.id, d.id)
+			continue
+		}
 		state, err := s.advance(ctx, d.id)
 		switch {
 		case state == stateNeedsOperator:
@@ -69,4 +75,11 @@ func (s *service) completePass(ctx context.Context) int {
 		}
 	}
 	return done
+}
+
+// awaitsOperator says whether the order's run still waits for a person's
+// verdict: until then a pass only reports it, and writes nothing.
+func (s *service) awaitsOperator(ctx context.Context, id string) bool {
+	run, err := s.saga.Resume(ctx, id)
+	return err != nil || run.State() == saga.NeedsOperator
 }

@@ -16,7 +16,8 @@ func TestOrdersCompleteOrCompensate(t *testing.T) {
 	t.Parallel()
 	p := newProviders(t)
 	r := newRig(t, p)
-	base, _, _ := r.serve()
+	// The completer waits, so that the handlers' answers are theirs.
+	base, _, _ := r.serve("-complete-after", "5s")
 	tb := newTables(r.schema)
 
 	status, doc, err := post(base, "tenant-a", "order-1", `{"amount":1500,"currency":"EUR","ship_to":"FR"}`)
