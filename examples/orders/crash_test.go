@@ -156,12 +156,19 @@ func runChildUntilKilled(t *testing.T, r *rig, point, key, body string) string {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	base := waitListening(t, out)
-	_, _, _ = post(base, "tenant-a", key, body) // the child may die answering
-	select {
-	case err = <-exited:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("the child never reached %s:\n%s", point, out.String())
+	// The client sends the order, and again while the child lives (a
+	// 503 of a slow store executed nothing), until the child has died.
+	deadline := time.After(30 * time.Second)
+	for done := false; !done; {
+		_, _, _ = post(base, "tenant-a", key, body) // the child may die answering
+		select {
+		case err = <-exited:
+			done = true
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("the child never reached %s:\n%s", point, out.String())
+		}
 	}
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "the child ended: %v\n%s", err, out.String())

@@ -182,8 +182,9 @@ func post(base, tenant, key, body string) (int, map[string]string, error) {
 	return resp.StatusCode, doc, nil
 }
 
-// postUntilAnswered sends the order until the layer answers with other
-// than 409 (the key held by a request that died, until its lease ends).
+// postUntilAnswered sends the order until it is answered with other than
+// 409 (the key held by a request that died, until its lease ends) or a
+// 5xx (the store slow to answer under load), as a client retries.
 func postUntilAnswered(t *testing.T, base, tenant, key, body string) (int, map[string]string) {
 	t.Helper()
 	var status int
@@ -191,7 +192,7 @@ func postUntilAnswered(t *testing.T, base, tenant, key, body string) (int, map[s
 	waitFor(t, "an answer other than 409", func() bool {
 		var err error
 		status, doc, err = post(base, tenant, key, body)
-		return err == nil && status != http.StatusConflict
+		return err == nil && status != http.StatusConflict && status < 500
 	})
 	return status, doc
 }

@@ -26,7 +26,7 @@ func TestOrdersRefusedRefundNeedsAnOperator(t *testing.T) {
 	p := newProviders(t)
 	r := newRig(t, p)
 	// The completer leaves the order to its handler for a second.
-	base, out, _ := r.serve("-complete-after", "1s")
+	base, out, _ := r.serve("-complete-after", "1s", "-store-timeout", "1s", "-lease", "3s")
 
 	// Hold the booking at the carrier until the provider is set to
 	// refuse the next request: the refund.

@@ -17,7 +17,7 @@ func TestOrdersCompleteOrCompensate(t *testing.T) {
 	p := newProviders(t)
 	r := newRig(t, p)
 	// The completer waits, so that the handlers' answers are theirs.
-	base, _, _ := r.serve("-complete-after", "5s")
+	base, _, _ := r.serve("-complete-after", "5s", "-store-timeout", "1s", "-lease", "3s")
 	tb := newTables(r.schema)
 
 	status, doc, err := post(base, "tenant-a", "order-1", `{"amount":1500,"currency":"EUR","ship_to":"FR"}`)
@@ -69,7 +69,7 @@ func TestOrdersUnknownChargeAnswered202(t *testing.T) {
 	p := newProviders(t)
 	r := newRig(t, p)
 	p.provider.LoseNextResponses(3) // every attempt of the handler's charge
-	base, _, _ := r.serve("-complete-after", "300ms")
+	base, _, _ := r.serve("-complete-after", "300ms", "-store-timeout", "1s", "-lease", "3s")
 
 	status, doc, err := post(base, "tenant-a", "order-lost", `{"amount":1500,"currency":"EUR","ship_to":"DE"}`)
 	require.NoError(t, err)
