@@ -12,8 +12,7 @@ import (
 // DefaultMemoryPurgeEvery is how often a Client whose keystore is a
 // keystore.Memory purges it when WithPurgeEvery is not given: nothing
 // else can reach a store in the process's memory, and without a purge it
-// keeps every settled intent until the process ends. A retention shorter
-// than this is used instead.
+// keeps every settled intent until the process ends.
 const DefaultMemoryPurgeEvery = 10 * time.Minute
 
 // WithPurgeEvery makes the Client purge its keystore every d, in the
@@ -48,7 +47,7 @@ func (c *config) purgeInterval() time.Duration {
 		return c.purgeEvery
 	}
 	if _, ok := c.store.(*keystore.Memory); ok {
-		return min(DefaultMemoryPurgeEvery, c.retention)
+		return DefaultMemoryPurgeEvery
 	}
 	return 0
 }
