@@ -110,8 +110,9 @@ func New(opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the keystore and, when the Client built its own HTTP
-// client, its idle connections. Calls in flight may fail with ErrClosed or
+// Close stops the scheduled purge (WithPurgeEvery), then closes the
+// keystore and, when the Client built its own HTTP client, its idle
+// connections. Calls in flight may fail with ErrClosed or
 // the store's error; later calls fail with ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
 	if c == nil || c.store == nil {
