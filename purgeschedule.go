@@ -112,7 +112,11 @@ func (c *Client) purgeNow() (keystore.PurgeResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(base, c.cfg.storeTimeout)
 	defer cancel()
-	cutoff := c.cfg.now().Add(-c.cfg.retention)
+	cutoff, err := c.heldBackByRuns(ctx, c.cfg.now().Add(-c.cfg.retention))
+	if err != nil {
+		c.log.Warn("idem: scheduled purge skipped: the keystore's saga runs could not be read; the next one tries again", "err", err)
+		return keystore.PurgeResult{}, err
+	}
 	res, err := c.store.Purge(ctx, keystore.PurgeRequest{OlderThan: cutoff, KeepNamesAfter: cutoff})
 	var damaged *keystore.CorruptRecordsError
 	switch {
@@ -130,4 +134,45 @@ func (c *Client) purgeNow() (keystore.PurgeResult, error) {
 			"deleted", res.Deleted, "tombstoned", res.Tombstoned, "err", err)
 	}
 	return res, err
+}
+
+// runClockSkew is how far ahead of the Client's clock the store's clock,
+// which times a run, may be: a step begun just after its run is still
+// held back with it.
+const runClockSkew = 5 * time.Minute
+
+// finishedRunStates are the states of a saga run (package saga:
+// Completed, Compensated) that need none of its steps' intents again.
+var finishedRunStates = map[string]bool{"completed": true, "compensated": true}
+
+// heldBackByRuns is cutoff, or the creation of the oldest saga run the
+// keystore keeps (keystore.RunKeeper) that is not finished, when earlier:
+// such a run reads its steps' intents again to settle or undo them, and
+// one it found purged would pass for a step never sent. Every step's
+// intent is created after its run, so none is purged while the run is
+// open; a run left open holds the purge back, and says so.
+func (c *Client) heldBackByRuns(ctx context.Context, cutoff time.Time) (time.Time, error) {
+	rk, ok := c.store.(keystore.RunKeeper)
+	if !ok {
+		return cutoff, nil
+	}
+	runs, err := rk.ListRuns(ctx)
+	var damaged *keystore.CorruptRecordsError
+	if err != nil && !errors.As(err, &damaged) {
+		return cutoff, err
+	}
+	if damaged != nil {
+		// A damaged run may be open: purge nothing of what it may need.
+		return cutoff, fmt.Errorf("idem: a damaged saga run may still need its steps: %w", damaged)
+	}
+	held := cutoff
+	for _, r := range runs {
+		if since := r.CreatedAt.Add(-runClockSkew); !finishedRunStates[r.State] && since.Before(held) {
+			held = since
+		}
+	}
+	if held.Before(cutoff) {
+		c.log.Warn("idem: an unfinished saga run holds the scheduled purge back to its creation", "since", held)
+	}
+	return held, nil
 }
