@@ -23,7 +23,8 @@ const DefaultMemoryPurgeEvery = 10 * time.Minute
 // nor are those whose outcome is unknown (Expired ones, and Failed ones
 // whose operation was gone): it is keystore.PurgeRequest with
 // IncludeUnknown false, as `idem intents purge --older-than` the
-// retention does. Each purge is bounded by the store timeout
+// retention does; the intents of a saga run not yet finished are kept
+// too, however old. Each purge is bounded by the store timeout
 // (WithStoreTimeout); one that fails is logged, and the next tries again.
 //
 // 0 turns purging off. Default: off, except for a keystore.Memory (the
