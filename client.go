@@ -43,6 +43,9 @@ type Client struct {
 	// once: a method value handed to write is otherwise allocated on
 	// every write.
 	updateFn, storeSettledFn func(context.Context, *keystore.Record) error
+
+	// purger runs the scheduled purges (purgeschedule.go); nil without.
+	purger *purger
 }
 
 // New builds a Client. Without options it keeps intents in memory; pass
@@ -97,6 +100,7 @@ func New(opts ...Option) (*Client, error) {
 		tel:    newTelemetry(&cfg),
 	}
 	c.updateFn, c.storeSettledFn = c.update, c.storeSettled
+	c.startPurging()
 	if _, ok := cfg.store.(keystore.NameScanner); !ok {
 		// Begin then sees an earlier build's unscoped name only: a name
 		// begun under other credentials looks new.
@@ -106,8 +110,9 @@ func New(opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the keystore and, when the Client built its own HTTP
-// client, its idle connections. Calls in flight may fail with ErrClosed or
+// Close stops the scheduled purge (WithPurgeEvery), then closes the
+// keystore and, when the Client built its own HTTP client, its idle
+// connections. Calls in flight may fail with ErrClosed or
 // the store's error; later calls fail with ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
 	if c == nil || c.store == nil {
@@ -119,6 +124,7 @@ func (c *Client) Close() error {
 	if c.cfg.ownHTTPClient {
 		c.cfg.httpClient.CloseIdleConnections()
 	}
+	c.stopPurging()
 	c.releaseUnsentClaims()
 	c.principalMemo.forget()
 	c.tel.close()

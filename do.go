@@ -218,6 +218,12 @@ func (c *Client) load(ctx context.Context, key string) (rec *keystore.Record, sh
 // construction (see checkIntegrity), so the integrity check before
 // sending has nothing to find.
 func (c *Client) settle(ctx context.Context, rec *keystore.Record, begun *begunIntent) (*http.Response, error) {
+	if rec.State.Settled() {
+		// Settled elsewhere (another worker, a verdict, an earlier
+		// process) after this process kept its secrets: they are not
+		// needed any more.
+		c.forgetSecrets(rec.Key)
+	}
 	switch rec.State {
 	case Succeeded:
 		if err := conflictOf(rec); err != nil {

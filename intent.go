@@ -268,7 +268,10 @@ func (c *Client) begin(ctx context.Context, tx *txTarget, name string, req *http
 		out.tx = &txBegun{secrets: secrets, params: params, created: created}
 		return out, nil
 	}
-	c.local.begun(rec.Key, secrets, params, created)
+	if created || !rec.State.Settled() {
+		// A settled intent is never sent again: nothing to keep.
+		c.local.begun(rec.Key, secrets, params, created)
+	}
 	if c.debugEnabled(ctx) {
 		c.log.DebugContext(ctx, "idem: intent begun", "key", keyHash(rec.Key), "name", name, "created", created)
 	}

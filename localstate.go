@@ -118,16 +118,13 @@ func (s *localState) params(key string) url.Values {
 	return s.m[key].params
 }
 
-// forgetSecrets drops every secret of key; whether it is unsent stays.
-func (s *localState) forgetSecrets(key string) {
+// forget drops key's entry: its secrets, and whether it is unsent. Its
+// intent is settled (or expired): nothing sends it again, so a Client
+// that runs for long holds entries for its unsettled intents alone.
+func (s *localState) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.m[key]
-	if !ok {
-		return
-	}
-	e.secrets, e.params = nil, nil
-	s.set(key, e)
+	delete(s.m, key)
 }
 
 // unsentKeys lists the keys of the unsent intents.

@@ -26,11 +26,12 @@ func TestLocalStateKeepsSecretsAndUnsentApart(t *testing.T) {
 	assert.Empty(t, s.unsentKeys())
 
 	s.markUnsent("k1")
-	s.forgetSecrets("k1")
+	s.forget("k1")
 	h, p, unsent = s.forSend("k1")
 	assert.Nil(t, h)
 	assert.Nil(t, p)
-	assert.True(t, unsent, "forgetting the secrets keeps what is known of the sends")
+	assert.False(t, unsent, "a settled intent is forgotten, unsent mark and all: it is never sent again")
+	require.NotContains(t, s.m, "k1")
 
 	// A later Begin of an existing intent replaces the secrets and leaves
 	// unsent as it was.
@@ -42,7 +43,7 @@ func TestLocalStateKeepsSecretsAndUnsentApart(t *testing.T) {
 	assert.Equal(t, other, s.secrets("k2"))
 
 	// Entries with nothing left in them are gone.
-	s.forgetSecrets("k2")
+	s.forget("k2")
 	require.NotContains(t, s.m, "k2")
 	require.NotContains(t, s.m, "k1")
 	s.begun("k3", nil, nil, false)

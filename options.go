@@ -79,6 +79,10 @@ type config struct {
 	// tracerProvider and meterProvider: telemetry.go.
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
+	// purgeEvery: WithPurgeEvery (purgeschedule.go); purgeEverySet says
+	// it was given, 0 included.
+	purgeEvery    time.Duration
+	purgeEverySet bool
 }
 
 func defaultConfig() config {

@@ -93,7 +93,9 @@ func (c *Client) secretParamsOf(req *http.Request) url.Values {
 	return out
 }
 
-// forgetSecrets drops every secret of key this process keeps.
+// forgetSecrets drops everything this process keeps of key: its
+// secrets, and whether it is unsent. Called once its intent is settled
+// or expired, when nothing sends it again.
 func (c *Client) forgetSecrets(key string) {
-	c.local.forgetSecrets(key)
+	c.local.forget(key)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 )
 
 // Memory is a Store that keeps records in process memory: nothing survives
@@ -77,7 +76,7 @@ func (m *Memory) AdoptCreate(ctx context.Context, r *Record) (*Record, bool, err
 	if err := checkWrite(ctx, "create", r); err != nil {
 		return nil, false, err
 	}
-	return m.create(r, memEntry{name: r.Name, state: r.State, live: r})
+	return m.create(r, memEntry{memHead: headOf(r), live: r})
 }
 
 // create stores an encoding of owned unless its name is taken (then it
@@ -237,41 +236,6 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	sortOldestFirst(out)
 	return out, nil
-}
-
-// Purge removes settled records as PurgeRequest.Action says: deleted, or
-// replaced by their tombstones. Pending and Accepted records stay.
-func (m *Memory) Purge(ctx context.Context, p PurgeRequest) (PurgeResult, error) {
-	var res PurgeResult
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return res, ErrClosed
-	}
-	now := time.Now()
-	for key, e := range m.records {
-		r, err := e.decode()
-		if err != nil {
-			return res, err
-		}
-		switch p.Action(r) {
-		case PurgeTombstone:
-			t := r.Tombstone(now)
-			m.records[key] = encodeMemRecord(t)
-			res.Tombstoned++
-		case PurgeDelete:
-			delete(m.records, key)
-			if r.Name != "" {
-				delete(m.names, r.Name)
-				m.unindexScoped(r.Name, r.Principal)
-			}
-			res.Deleted++
-		}
-	}
-	return res, nil
 }
 
 // Close drops every record. Later calls, Close included, return ErrClosed.

@@ -15,9 +15,8 @@ import (
 // garbage collection walks; the encoded slice holds no pointers, so the
 // collector scans nothing inside it.
 type memEntry struct {
-	name  string
-	state State
-	data  []byte
+	memHead
+	data []byte
 	// locs are the zones of times that are neither UTC nor Local, which
 	// time's binary form keeps only as an offset; nil in the usual case.
 	locs []*time.Location
@@ -41,7 +40,7 @@ const (
 // encodeMemRecord writes r as one byte slice: flags, then every field in
 // declaration order, strings and bodies prefixed by their length.
 func encodeMemRecord(r *Record) memEntry {
-	e := memEntry{name: r.Name, state: r.State}
+	e := memEntry{memHead: headOf(r)}
 	var flags uint64
 	if r.Header != nil {
 		flags |= memHeaderSet

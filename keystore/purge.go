@@ -1,6 +1,9 @@
 package keystore
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // PurgeRequest says what Purge removes. A purge must not forget a name
 // the server still remembers the key of: a re-run of the same business
@@ -58,23 +61,45 @@ func (p PurgeRequest) Action(r *Record) PurgeAction {
 }
 
 func (p PurgeRequest) action(s State, named bool, created, updated, purged time.Time) PurgeAction {
-	pastRetention := !p.KeepNamesAfter.IsZero() && !created.After(p.KeepNamesAfter)
+	return p.actionAt(s, named, instant(created), instant(updated), !purged.IsZero())
+}
+
+// actionAt is action with the record's times as instants (see instant),
+// which Memory keeps beside each record.
+func (p PurgeRequest) actionAt(s State, named bool, created, updated int64, purged bool) PurgeAction {
+	pastRetention := !p.KeepNamesAfter.IsZero() && created <= instant(p.KeepNamesAfter)
 	switch {
 	case !s.Settled():
 		return PurgeKeep
 	case s == Expired && !p.IncludeUnknown:
 		return PurgeKeep
-	case !purged.IsZero():
+	case purged:
 		if pastRetention {
 			return PurgeDelete
 		}
 		return PurgeKeep
-	case !updated.Before(p.OlderThan):
+	case updated >= instant(p.OlderThan):
 		return PurgeKeep
 	case named && !pastRetention:
 		return PurgeTombstone
 	}
 	return PurgeDelete
+}
+
+// instant is t in nanoseconds since 1970, clamped to the years UnixNano
+// can hold (1678 to 2262): a time out of them is on the same side of any
+// cutoff either way. The zero time is the least of all, before every
+// other.
+func instant(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return math.MinInt64
+	case t.Before(time.Unix(0, math.MinInt64+1)):
+		return math.MinInt64 + 1
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 // Tombstone returns what a purge keeps of r, purged at purged: what
