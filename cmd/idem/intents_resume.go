@@ -240,7 +240,7 @@ func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, 
 				return nil, nil, failedf("--key %q: no intent with this key or name in %s", k, env.ks.display())
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
+				return nil, nil, env.lookupError(k, err)
 			}
 			in, err := client.Resume(ctx, rec.Key)
 			if err != nil {
@@ -364,6 +364,6 @@ func damagedError(n int, where string) error {
 	if n == 0 {
 		return nil
 	}
-	return failedf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above)",
-		n, plural(n, "record", "records"), where, plural(n, "was", "were"))
+	return failedf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above); repair %s: idem intents repair KEY --export FILE --yes",
+		n, plural(n, "record", "records"), where, plural(n, "was", "were"), plural(n, "it", "each"))
 }

@@ -116,15 +116,8 @@ func runSettle(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName st
 	}
 	defer client.Close()
 	rec, err := findIntent(ctx, st, keyOrName)
-	if errors.Is(err, keystore.ErrNotFound) {
-		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
-	}
-	var ambiguous *ambiguousNameError
-	if errors.As(err, &ambiguous) {
-		return failed(err)
-	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
+		return env.lookupError(keyOrName, err)
 	}
 	_, err = client.Settle(ctx, rec.Key, idem.Settlement{Outcome: o, By: f.by, Note: f.note, Force: f.force})
 	if errors.Is(err, idem.ErrNotReconcilable) {
