@@ -23,6 +23,11 @@ import (
 //	import _ "github.com/idemkit/idem/keystore/pgkeystore"
 //
 //	client, err := idem.New(idem.WithKeystore(ctx, os.Getenv("IDEM_KEYSTORE")))
+//
+// Prefer it when the location is configuration: one setting picks a bbolt
+// file or Postgres. A program that always uses a local file is clearer
+// with WithBoltStore (typed options); WithStore takes a store the program
+// opened itself.
 func WithKeystore(ctx context.Context, location string, opts ...keystore.OpenOption) Option {
 	return func(c *config) error {
 		st, err := keystore.Open(ctx, location, opts...)

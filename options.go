@@ -122,8 +122,14 @@ func setOf(names []string) map[string]bool {
 
 // WithStore sets where intents live. The Client owns the store from then
 // on: Close closes it. A store set by an earlier option is closed and
-// replaced (so is this one, by a later option). Default: keystore.NewMemory(), which does not
-// survive a restart; use keystore.OpenBolt for intents that must.
+// replaced (so is this one, by a later option). Default:
+// keystore.NewMemory(), which does not survive a restart.
+//
+// Of the three ways to give the client a keystore, use this one only for
+// a store the program builds itself: a keystore of its own, NewMemory in
+// tests, or keystore.OpenBolt when it needs the *keystore.Bolt. For a
+// bbolt file prefer WithBoltStore; for a location read from
+// configuration, WithKeystore.
 func WithStore(s keystore.Store) Option {
 	return func(c *config) error {
 		if s == nil {
@@ -139,6 +145,12 @@ func WithStore(s keystore.Store) Option {
 // fails with an error matching ErrLocked when another process holds the
 // file past opts.Timeout. The Client owns the store and Close closes it; a
 // store set by an earlier option is closed and replaced.
+//
+// This is the way to prefer for a program on one host: the file is
+// opened by New, so a locked or damaged file is New's error, and its
+// options are typed. WithKeystore opens the same file from a location
+// string (when configuration may name Postgres instead); WithStore takes
+// a store the program opened itself.
 func WithBoltStore(path string, opts *keystore.BoltOptions) Option {
 	return func(c *config) error {
 		if c.store != nil {

@@ -176,6 +176,12 @@ type Settlement struct {
 	By string
 	// Note says why: the evidence the person relied on.
 	Note string
+	// Status is the HTTP status of the provider's answer the person
+	// found (the 201 of a create, in the provider's logs), for a
+	// succeeded verdict only: a 2xx other than 202. A later Do replays it,
+	// marked with SettlementHeader. 0 when not known: the replay is then a
+	// 200 that SettlementHeader says idem made up (reconciledResponse).
+	Status int
 	// Force records the verdict even while another live worker of a
 	// shared keystore holds the intent (which Settle otherwise refuses
 	// with ErrIntentBusy): that worker may have an attempt in flight, and
@@ -205,6 +211,9 @@ func (c *Client) Settle(ctx context.Context, key string, s Settlement) (*Intent,
 	if strings.TrimSpace(s.By) == "" || strings.TrimSpace(s.Note) == "" {
 		return nil, errors.New("idem: Settle: By and Note are required: the audit trail says who decided and why")
 	}
+	if _, err := settlementAnswer(s); err != nil {
+		return nil, err
+	}
 	kl, err := c.locks.lock(ctx, key)
 	if err != nil {
 		return nil, err
@@ -226,7 +235,11 @@ func (c *Client) Settle(ctx context.Context, key string, s Settlement) (*Intent,
 	if !verdictOpen(rec) {
 		return nil, fmt.Errorf("%w: it is %s", ErrNotReconcilable, rec.State)
 	}
-	if err := c.recordVerdict(ctx, rec, s.Outcome, sourceManual, s.By, s.Note, nil); err != nil {
+	answer, err := settlementAnswer(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.recordVerdict(ctx, rec, s.Outcome, sourceManual, s.By, s.Note, answer); err != nil {
 		return nil, err
 	}
 	return intentFromRecord(rec), nil
@@ -267,11 +280,39 @@ func (c *Client) recordVerdict(ctx context.Context, rec *keystore.Record, o Outc
 // SettlementHeader marks an answer idem made up for an intent settled as
 // succeeded by a reconciliation that gave no response of the provider's:
 // its value is the reconciliation's source ("reconciler" or "manual").
+// Its status is the one the person gave (Settlement.Status), or 200 when
+// none was: never the provider's own answer.
 const SettlementHeader = "Idem-Settlement"
 
+// settlementAnswer is the answer a Settlement with a Status stores: that
+// status, marked with SettlementHeader, and a JSON account of the verdict
+// (none for 204 and 205, which have no body); nil without a Status. It
+// fails for a Status that no succeeded outcome answers with.
+func settlementAnswer(s Settlement) (*keystore.Response, error) {
+	if s.Status == 0 {
+		return nil, nil
+	}
+	if s.Outcome != OutcomeSucceeded || s.Status < 200 || s.Status > 299 || s.Status == http.StatusAccepted {
+		return nil, fmt.Errorf("idem: Settle: Status %d: give the 2xx (not 202) the provider answered a succeeded intent with, or 0 when it is not known", s.Status)
+	}
+	answer := &keystore.Response{Status: s.Status, Header: http.Header{SettlementHeader: {sourceManual}}}
+	if s.Status == http.StatusNoContent || s.Status == http.StatusResetContent {
+		return answer, nil
+	}
+	body, err := json.Marshal(map[string]any{"idem_settlement": map[string]any{
+		"outcome": s.Outcome.String(), "source": sourceManual, "by": s.By, "note": s.Note, "status": s.Status,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	answer.Header.Set("Content-Type", "application/json")
+	answer.Body = body
+	return answer, nil
+}
+
 // reconciledResponse is what Do answers for an intent a reconciliation
-// settled as succeeded without a response: 200 with a JSON account of the
-// verdict, marked with SettlementHeader and as a local replay, so a
+// settled as succeeded without a response (nor a Settlement.Status): 200,
+// a status no provider gave, with a JSON account of the verdict, marked with SettlementHeader and as a local replay, so a
 // caller never gets a nil response with a nil error. Nil for anything
 // else.
 func reconciledResponse(rec *keystore.Record) *http.Response {

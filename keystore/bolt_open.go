@@ -52,6 +52,10 @@ const formatVersion byte = 2
 // damage (a whole older copy of the file put in its place). While open,
 // a file deleted or replaced at path fails the writes with
 // ErrFileReplaced.
+//
+// A client takes the file best through idem.WithBoltStore, which calls
+// OpenBolt and owns what it opens; call OpenBolt directly for the
+// *Bolt itself (a tool, a test, idem.WithStore).
 func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 	o := opts.withDefaults()
 	if path == "" {

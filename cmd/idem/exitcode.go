@@ -30,7 +30,8 @@ const exitCodesHelp = `Exit status, the same for every command:
      a run that needs an operator, a damaged record, no such intent or
      run, a verdict refused
   2  it could not run: bad flags or arguments, or a keystore, store or
-     server that cannot be opened or reached; nothing was done
+     server that cannot be opened or reached (a resume that reached no
+     intent's server); nothing was done
 
 Every failure is one line on stderr. --json, on every command that reports,
 prints one JSON document on stdout, a failure included: {"error": "...",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,6 +80,19 @@ func TestExitCodes_EveryCommand(t *testing.T) {
 		{name: "show", args: func(p populated) []string { return withKeystore("intents", "show", p.succeeded[0].Key)(p) }, want: 0},
 		{name: "show no such intent", args: withKeystore("intents", "show", "nope"), want: 1},
 		{name: "show no argument", args: withKeystore("intents", "show"), want: 2},
+		{name: "show damaged record", setup: damageFirst, args: func(p populated) []string { return withKeystore("intents", "show", p.succeeded[0].Key)(p) }, want: 1},
+		{name: "show damaged record by name", setup: damageFirst, args: func(p populated) []string { return withKeystore("intents", "show", p.succeeded[0].Name)(p) }, want: 1},
+		{name: "settle damaged record", setup: damageFirst, args: func(p populated) []string {
+			return withKeystore("intents", "settle", p.succeeded[0].Key, "--succeeded", "--note", "seen")(p)
+		}, want: 1},
+		{name: "repair", setup: damageFirst, args: func(p populated) []string {
+			return withKeystore("intents", "repair", p.succeeded[0].Key, "--yes", "--export", filepath.Join(filepath.Dir(p.path), "x.json"))(p)
+		}, want: 0},
+		{name: "repair without --yes", setup: damageFirst, args: func(p populated) []string { return withKeystore("intents", "repair", p.succeeded[0].Key)(p) }, want: 1},
+		{name: "repair sound record", args: func(p populated) []string { return withKeystore("intents", "repair", p.succeeded[0].Key)(p) }, want: 1},
+		{name: "repair --yes without --export", setup: damageFirst, args: func(p populated) []string {
+			return withKeystore("intents", "repair", p.succeeded[0].Key, "--yes")(p)
+		}, want: 2},
 
 		{name: "settle", args: func(p populated) []string {
 			return withKeystore("intents", "settle", p.pending[0].Key, "--succeeded", "--note", "pay_1 at the provider")(p)
@@ -94,6 +108,13 @@ func TestExitCodes_EveryCommand(t *testing.T) {
 		{name: "resume leaves intents pending", args: withKeystore("intents", "resume", "--no-progress", "--token", testToken, "--max-attempts", "1"),
 			setup: func(t *testing.T, p populated) { p.srv.FailNext(10, http.StatusServiceUnavailable, 0) }, want: 1},
 		{name: "resume bad flag", args: withKeystore("intents", "resume", "--max-attempts", "0"), want: 2},
+		{name: "resume server unreachable", args: withKeystore("intents", "resume", "--no-progress", "--token", testToken, "--max-attempts", "2"),
+			setup: func(t *testing.T, p populated) { p.srv.Close() }, want: 2},
+		{name: "resume --json server unreachable", args: withKeystore("intents", "resume", "--json", "--token", testToken, "--max-attempts", "1"),
+			setup: func(t *testing.T, p populated) { p.srv.Close() }, want: 2},
+		{name: "resume --key damaged record", setup: damageFirst, args: func(p populated) []string {
+			return withKeystore("intents", "resume", "--key", p.succeeded[0].Key, "--token", testToken)(p)
+		}, want: 1},
 
 		{name: "purge", args: withKeystore("intents", "purge", "--older-than", "24h"), want: 0},
 		{name: "purge damaged record", args: withKeystore("intents", "purge", "--older-than", "24h"), setup: damageFirst, want: 1},

@@ -24,14 +24,14 @@ type intentsEnv struct {
 	now    func() time.Time
 }
 
-// newIntentsCommand returns `idem intents`: list, show, resume, settle
-// and purge the intents in a client keystore. getenv reads the environment
-// (IDEM_KEYSTORE, IDEM_TOKEN).
+// newIntentsCommand returns `idem intents`: list, show, resume, settle,
+// purge, adopt and repair the intents in a client keystore. getenv reads
+// the environment (IDEM_KEYSTORE, IDEM_TOKEN).
 func newIntentsCommand(getenv func(string) string) *cobra.Command {
 	env := &intentsEnv{getenv: getenv, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "intents",
-		Short: "List, show, resume, settle, purge and adopt the intents in a client keystore",
+		Short: "List, show, resume, settle, purge, adopt and repair the intents in a client keystore",
 		Long: `Intents works on the keystore of a program that uses the idem client: the
 intents it began, their idempotency keys, states and stored answers.
 
@@ -47,7 +47,8 @@ with --token or --header.`,
   idem intents resume --token "$API_TOKEN"
   idem intents settle batch-42/payment-3 --succeeded --note "pay_123 in the provider dashboard"
   idem intents purge --older-than 24h --dry-run
-  idem intents adopt 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --token "$API_TOKEN"`,
+  idem intents adopt 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --token "$API_TOKEN"
+  idem intents repair 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --export damaged.json --yes`,
 		Args: unknownSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -59,6 +60,7 @@ with --token or --header.`,
 		newIntentsSettleCommand(env),
 		newIntentsPurgeCommand(env),
 		newIntentsAdoptCommand(env),
+		newIntentsRepairCommand(env),
 	)
 	return cmd
 }

@@ -95,7 +95,7 @@ func runAdopt(ctx context.Context, out io.Writer, env *intentsEnv, key string, f
 		return failedf("no intent with key %q in %s (adopt takes a key: a name may be several intents'; see list)", key, env.ks.display())
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
+		return env.lookupError(key, err)
 	}
 	if rec.Name == "" {
 		return failedf("intent %s has no name: it needs no adoption (resume sends it with the credentials it is given)", key)

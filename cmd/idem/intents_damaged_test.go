@@ -33,7 +33,7 @@ func damageRecord(t *testing.T, path, key string) {
 func TestList_ShowsTheSoundRowsAndNamesTheDamagedOnes(t *testing.T) {
 	t.Parallel()
 	p := populateKeystore(t)
-	bad := p.succeeded[1].Key
+	bad, badName := p.succeeded[1].Key, p.succeeded[1].Name
 	damageRecord(t, p.path, bad)
 
 	stdout, stderr, err := runIntentsCLI(t, nil, "list", "--keystore", p.path)
@@ -43,22 +43,23 @@ func TestList_ShowsTheSoundRowsAndNamesTheDamagedOnes(t *testing.T) {
 	assert.NotContains(t, stdout, bad)
 	errLines := strings.Split(strings.TrimSpace(stderr), "\n")
 	require.Len(t, errLines, 2, stderr)
-	assert.Equal(t, "damaged record "+keystore.KeyRef(bad)+": fails its checksum", errLines[0])
+	assert.Equal(t, "damaged record "+bad+" ("+badName+"): fails its checksum", errLines[0], "named by its key and name")
 	assert.True(t, strings.HasPrefix(errLines[1], "Error: 1 damaged record in "+p.path+" left out"), errLines[1])
+	assert.True(t, strings.HasSuffix(errLines[1], "idem intents repair "+bad+" --export FILE --yes"), "the command that repairs it: %s", errLines[1])
 
 	stdout, stderr, err = runIntentsCLI(t, nil, "list", "--keystore", p.path, "--json")
 	require.Error(t, err)
 	assert.Equal(t, 4, strings.Count(stdout, `"key"`), "JSON of the sound intents:\n%s", stdout)
-	assert.Contains(t, stderr, "damaged record "+keystore.KeyRef(bad))
+	assert.Contains(t, stderr, "damaged record "+bad+" ("+badName+")")
 
 	_, stderr, err = runIntentsCLI(t, nil, "show", "--keystore", p.path, bad)
 	requireOneLineError(t, stderr, err)
-	assert.Contains(t, stderr, "is damaged and not shown")
-	assert.Contains(t, stderr, keystore.KeyRef(bad))
+	assert.Contains(t, stderr, "is damaged: fails its checksum")
+	assert.Contains(t, stderr, "idem intents repair "+bad)
 
 	_, stderr, err = runIntentsCLI(t, nil, "purge", "--keystore", p.path, "--older-than", "1ms", "--force", "--dry-run")
 	require.Error(t, err)
-	assert.Contains(t, stderr, "damaged record "+keystore.KeyRef(bad))
+	assert.Contains(t, stderr, "damaged record "+bad)
 
 	// The sound records are untouched and still read one by one.
 	st, err := keystore.OpenBolt(p.path, nil)

@@ -99,7 +99,7 @@ func runList(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f list
 	if err != nil {
 		return err
 	}
-	return reportDamaged(errOut, env.ks.display(), listErr)
+	return reportDamaged(ctx, errOut, st, env.ks.display(), listErr)
 }
 
 func writeListJSON(out io.Writer, recs []*keystore.Record) error {

@@ -136,7 +136,7 @@ func runPurge(ctx context.Context, out, errOut io.Writer, env *intentsEnv, f pur
 	if werr := writePurge(out, env, f, res, kept); werr != nil {
 		return werr
 	}
-	return reportDamaged(errOut, env.ks.display(), err)
+	return reportDamaged(ctx, errOut, st, env.ks.display(), err)
 }
 
 // writePurge prints what a purge did (or would do).

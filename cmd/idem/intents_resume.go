@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -62,7 +63,8 @@ A progress bar is drawn on stderr when it is a terminal; otherwise (or
 with --no-progress) one line per intent is printed. The exit status is
 1 when any intent is left pending, failed, expired or refused, or a
 damaged record could not be read; 2 when nothing could be resumed (bad
-flags, a keystore that cannot be opened). --json prints one object with
+flags, a keystore that cannot be opened, or no intent's server could be
+reached: every attempt failed before sending a byte). --json prints one object with
 every intent's outcome and the tally instead of the lines.`,
 		Example: `  idem intents resume --token "$API_TOKEN"
   idem intents resume --key 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --header 'Authorization: Bearer sk_live_…'
@@ -240,7 +242,7 @@ func selectIntents(ctx context.Context, client *idem.Client, st keystore.Store, 
 				return nil, nil, failedf("--key %q: no intent with this key or name in %s", k, env.ks.display())
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("reading %s: %w", env.ks.display(), err)
+				return nil, nil, env.lookupError(k, err)
 			}
 			in, err := client.Resume(ctx, rec.Key)
 			if err != nil {
@@ -355,7 +357,44 @@ func summarizeResume(out io.Writer, results []outcome, damagedCount int, where s
 	if lastErr != nil {
 		msg += "; last error: " + oneLineOf(lastErr.Error(), 300)
 	}
+	if damagedCount == 0 && noneReached(results) {
+		// The exit table's "a server that cannot be reached; nothing was
+		// done": no request of any intent left the machine.
+		return &exitError{code: exitCannotRun, err: errors.New("could not reach the server of any intent: nothing was sent, and " + msg)}
+	}
 	return &exitError{code: exitFailed, err: errors.New(msg)}
+}
+
+// noneReached reports whether no intent of results reached its server:
+// each one is left unsettled (pending or accepted) by an error that
+// proves no request was sent (serverUnreached).
+func noneReached(results []outcome) bool {
+	for _, r := range results {
+		if r.state != keystore.Pending && r.state != keystore.Accepted {
+			return false
+		}
+		if !serverUnreached(r.err) {
+			return false
+		}
+	}
+	return len(results) > 0
+}
+
+// serverUnreached reports whether err is a give-up whose attempts never
+// got an answer and whose last one failed before a byte of the request
+// was sent: the name did not resolve, or the connection (or a proxy's)
+// could not be opened. Anything else may have reached the server.
+func serverUnreached(err error) bool {
+	var ge *idem.GiveUpError
+	if !errors.As(err, &ge) || ge.LastStatus != 0 || ge.OutcomeUnknown || ge.LastErr == nil {
+		return false
+	}
+	var dnsErr *net.DNSError
+	if errors.As(ge.LastErr, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(ge.LastErr, &opErr) && (opErr.Op == "dial" || opErr.Op == "proxyconnect")
 }
 
 // damagedError is the error of a resume that left n damaged records out,
@@ -364,6 +403,6 @@ func damagedError(n int, where string) error {
 	if n == 0 {
 		return nil
 	}
-	return failedf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above)",
-		n, plural(n, "record", "records"), where, plural(n, "was", "were"))
+	return failedf("%d damaged %s in %s could not be read and %s not resumed (see the damaged lines above); repair %s: idem intents repair KEY --export FILE --yes",
+		n, plural(n, "record", "records"), where, plural(n, "was", "were"), plural(n, "it", "each"))
 }

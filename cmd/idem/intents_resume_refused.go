@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +99,7 @@ func damagedRecords(err error) []damaged {
 	}
 	out := make([]damaged, len(ce.Keys))
 	for i, k := range ce.Keys {
-		out[i] = damaged{keyRef: keyRef(k), why: "unreadable record"}
+		out[i] = damaged{keyRef: shownKey(k), why: "unreadable record"}
 		if i < len(ce.Errs) && ce.Errs[i] != nil {
 			out[i].why = ce.Errs[i].Error()
 		}
@@ -114,12 +112,4 @@ func printDamaged(out io.Writer, recs []damaged) {
 	for _, d := range recs {
 		fmt.Fprintf(out, "%-9s  %s  %s\n", "damaged", d.keyRef, oneLineOf(d.why, 200))
 	}
-}
-
-// keyRef names a stored key without printing it, as the keystore's errors
-// do ("key#" and 8 hex digits of its SHA-256): a damaged key may hold
-// any bytes, and the same reference finds the keystore's log lines.
-func keyRef(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "key#" + hex.EncodeToString(sum[:4])
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -20,6 +21,9 @@ type settleFlags struct {
 	succeeded, failed bool
 	note, by          string
 	json, force       bool
+	// status is the provider's status for a succeeded intent, 0 if not
+	// known (idem.Settlement.Status).
+	status int
 }
 
 func newIntentsSettleCommand(env *intentsEnv) *cobra.Command {
@@ -39,6 +43,11 @@ keeps the verdict with who gave it (--by, default $USER@host), when and
 why. An intent the server's own answer settled is refused: that answer
 stands.
 
+The program's next call of a succeeded intent answers from the verdict,
+marked Idem-Settlement: manual. Its status is --status, the 2xx the
+provider answered with as you found it (201 for a create, say); without
+--status it is 200, a status idem made up, and the header says so.
+
 In a keystore a fleet shares (Postgres), settle claims the intent first,
 as a worker does before it sends, so no worker sends it while the verdict
 is written. An intent another live worker holds (it may have an attempt
@@ -48,6 +57,7 @@ kept in the audit trail as evidence; an answer that contradicts the
 verdict (the payment was made after all) makes the worker's call, and
 every later one, fail with a verdict conflict for a person to resolve.`,
 		Example: `  idem intents settle batch-42/payment-3 --succeeded --note "pay_123 in the provider dashboard"
+  idem intents settle batch-42/payment-4 --succeeded --status 201 --note "pay_124 created; its log shows 201"
   idem intents settle 0b0f4a52-8d1e-4f8e-9a52-1c3a0e6f4b1d --failed --note "no such payment; ticket OPS-7" --by alice`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,
@@ -63,6 +73,7 @@ every later one, fail with a verdict conflict for a person to resolve.`,
 	fl.BoolVar(&f.failed, "failed", false, "the effect did not happen and will not")
 	fl.StringVar(&f.note, "note", "", "the evidence the verdict rests on (required)")
 	fl.StringVar(&f.by, "by", "", "who decides (default $USER@hostname)")
+	fl.IntVar(&f.status, "status", 0, "with --succeeded: the 2xx (not 202) the provider answered with, replayed to the program (default: 200, marked as made up)")
 	fl.BoolVar(&f.json, "json", false, "print the settled intent as a JSON object, as show --json does")
 	fl.BoolVar(&f.force, "force", false, "settle even while another worker holds the intent; its late answer is kept as conflicting evidence")
 	return cmd
@@ -91,6 +102,8 @@ func (f settleFlags) outcome() (idem.Outcome, error) {
 		return idem.OutcomeUnknown, errors.New("--note is required: the evidence the verdict rests on, kept in the audit trail")
 	case strings.TrimSpace(f.by) == "":
 		return idem.OutcomeUnknown, errors.New("--by: empty; name who decides (default $USER@hostname)")
+	case f.status != 0 && (f.failed || f.status < 200 || f.status > 299 || f.status == http.StatusAccepted):
+		return idem.OutcomeUnknown, fmt.Errorf("--status %d: give, with --succeeded, the 2xx (not 202) the provider answered with", f.status)
 	case f.succeeded:
 		return idem.OutcomeSucceeded, nil
 	default:
@@ -116,17 +129,10 @@ func runSettle(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName st
 	}
 	defer client.Close()
 	rec, err := findIntent(ctx, st, keyOrName)
-	if errors.Is(err, keystore.ErrNotFound) {
-		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
-	}
-	var ambiguous *ambiguousNameError
-	if errors.As(err, &ambiguous) {
-		return failed(err)
-	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
+		return env.lookupError(keyOrName, err)
 	}
-	_, err = client.Settle(ctx, rec.Key, idem.Settlement{Outcome: o, By: f.by, Note: f.note, Force: f.force})
+	_, err = client.Settle(ctx, rec.Key, idem.Settlement{Outcome: o, By: f.by, Note: f.note, Force: f.force, Status: f.status})
 	if errors.Is(err, idem.ErrNotReconcilable) {
 		return alreadySettled(ctx, st, rec)
 	}

@@ -111,19 +111,8 @@ func runShow(ctx context.Context, out io.Writer, env *intentsEnv, keyOrName stri
 	}
 	defer env.ks.closeStore(st, &err)
 	rec, err := findIntent(ctx, st, keyOrName)
-	if errors.Is(err, keystore.ErrNotFound) {
-		return failedf("no intent with key or name %q in %s", keyOrName, env.ks.display())
-	}
-	var ambiguous *ambiguousNameError
-	if errors.As(err, &ambiguous) {
-		return failed(err)
-	}
-	var damaged *keystore.CorruptRecordsError
-	if errors.Is(err, keystore.ErrCorrupt) && !errors.As(err, &damaged) {
-		return failedf("intent %q in %s is damaged and not shown: %s", keyOrName, env.ks.display(), damagedWhy("", err))
-	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", env.ks.display(), err)
+		return env.lookupError(keyOrName, err)
 	}
 	d := detail(rec)
 	if f.json {
