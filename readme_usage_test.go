@@ -13,14 +13,14 @@ import (
 	"github.com/idemkit/idem/internal/testenv"
 )
 
-// readmeGoBlock returns the first ```go block after heading in the
-// README.
-func readmeGoBlock(t *testing.T, heading string) string {
+// readmeGoBlock returns the first ```go block after heading in file
+// (README.md or a page under docs/).
+func readmeGoBlock(t *testing.T, file, heading string) string {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(file)
 	require.NoError(t, err)
 	_, after, ok := strings.Cut(string(readme), "\n"+heading+"\n")
-	require.True(t, ok, "the README has the heading %q", heading)
+	require.True(t, ok, "%s has the heading %q", file, heading)
 	_, after, ok = strings.Cut(after, "```go\n")
 	require.True(t, ok, "a go block follows %q", heading)
 	block, _, ok := strings.Cut(after, "\n```")
@@ -35,7 +35,7 @@ func readmeGoBlock(t *testing.T, heading string) string {
 func TestReadmeClientExampleCompiles(t *testing.T) {
 	t.Parallel()
 	goCmd := testenv.GoCommand(t, "compile the README's example")
-	block := readmeGoBlock(t, "## Using the client")
+	block := readmeGoBlock(t, "README.md", "### A service calling a payment API")
 	require.Contains(t, block, "default:", "the error switch is complete: whatever it does not name is an unknown outcome")
 	src := `package readmeusing
 
@@ -81,12 +81,12 @@ func vetReadmeSource(t *testing.T, goCmd, src string) {
 	require.NoError(t, err, "the README's example does not compile:\n%s\n%s", out, src)
 }
 
-// The README's handler that calls a provider (BeginTx, DownstreamKey,
-// CompleteTx) compiles against the packages as they are.
+// docs/MIDDLEWARE.md's handler that calls a provider (BeginTx,
+// DownstreamKey, CompleteTx) compiles against the packages as they are.
 func TestReadmeBeginTxExampleCompiles(t *testing.T) {
 	t.Parallel()
 	goCmd := testenv.GoCommand(t, "compile the README's example")
-	block := readmeGoBlock(t, "### Calling a provider from a guarded handler")
+	block := readmeGoBlock(t, "docs/MIDDLEWARE.md", "## Calling a provider from a guarded handler")
 	require.Contains(t, block, "BeginTx(")
 	require.Contains(t, block, "server.DownstreamKey(")
 	src := `package readmebegintx
@@ -111,6 +111,54 @@ type ordersAPI struct {
 	provider      string
 	providerToken string
 }
+
+` + block + "\n"
+	vetReadmeSource(t, goCmd, src)
+}
+
+// The README's contract test (idemtest.NewServer, a lost answer, one
+// payment) compiles against the packages as they are.
+func TestReadmeContractTestExampleCompiles(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.GoCommand(t, "compile the README's example")
+	block := readmeGoBlock(t, "README.md", "### A team writing contract tests")
+	require.Contains(t, block, "idemtest.NewServer(t)")
+	src := `package readmecontract
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/keystore"
+)
+
+` + block + "\n"
+	vetReadmeSource(t, goCmd, src)
+}
+
+// The README's loop that resumes unknown outcomes in a long-running
+// service compiles against the package as it is, and stays bounded and
+// stoppable: it returns when its context ends.
+func TestReadmeResumeLoopCompiles(t *testing.T) {
+	t.Parallel()
+	goCmd := testenv.GoCommand(t, "compile the README's example")
+	block := readmeGoBlock(t, "README.md", "### Who resumes an unknown outcome")
+	require.Contains(t, block, "case <-ctx.Done():")
+	require.Contains(t, block, "ClaimPending(ctx, limit)")
+	require.Contains(t, block, "context.WithTimeout(ctx, perIntent)")
+	src := `package readmeresumeloop
+
+import (
+	"context"
+	"errors"
+	"log"
+	"time"
+
+	"github.com/idemkit/idem"
+)
 
 ` + block + "\n"
 	vetReadmeSource(t, goCmd, src)

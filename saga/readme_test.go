@@ -13,15 +13,15 @@ import (
 	"github.com/idemkit/idem/internal/testenv"
 )
 
-// The README's saga example compiles against the package as it is:
+// The saga example of docs/CLIENT.md compiles against the package as it is:
 // pasted into a function, it type-checks and passes go vet.
 func TestReadmeSagaExampleCompiles(t *testing.T) {
 	t.Parallel()
-	goCmd := testenv.GoCommand(t, "compile the README's saga example")
-	readme, err := os.ReadFile("../README.md")
+	goCmd := testenv.GoCommand(t, "compile the saga example of docs/CLIENT.md")
+	readme, err := os.ReadFile("../docs/CLIENT.md")
 	require.NoError(t, err)
 	_, after, ok := strings.Cut(string(readme), "\n## Operations of several calls: package `saga`\n")
-	require.True(t, ok, "the README has the saga section")
+	require.True(t, ok, "docs/CLIENT.md has the saga section")
 	_, after, ok = strings.Cut(after, "```go\n")
 	require.True(t, ok)
 	block, _, ok := strings.Cut(after, "\n```")
@@ -60,5 +60,5 @@ func checkout(ctx context.Context, client *idem.Client) error {
 	cmd := exec.CommandContext(t.Context(), goCmd, "vet", "-overlay="+overlayFile, "./docs")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the README's saga example does not compile:\n%s\n%s", out, src)
+	require.NoError(t, err, "the saga example of docs/CLIENT.md does not compile:\n%s\n%s", out, src)
 }

@@ -59,16 +59,16 @@ func TestCheck_ListRefusesWhatARunRefuses(t *testing.T) {
 	}
 }
 
-// TestCheck_ReadmeShowsWhatListPrints: the README's idem check section
-// shows `idem check --list --dialect paypal` exactly as it prints.
+// TestCheck_ReadmeShowsWhatListPrints: the idem check section of
+// docs/CONTRACT-TESTING.md shows `idem check --list --dialect paypal` exactly as it prints.
 func TestCheck_ReadmeShowsWhatListPrints(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/CONTRACT-TESTING.md")
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(readme), "\n## Checking any server: `idem check`\n")
 	require.True(t, ok)
 	require.Contains(t, section, "idem check --list --dialect paypal\n")
 	stdout, _, err := runCheckCLI(t, "--list", "--dialect", "paypal")
 	require.NoError(t, err)
-	assert.Contains(t, section, stdout+"```\n", "the README's output block ends with the list as printed")
+	assert.Contains(t, section, stdout+"```\n", "the page's output block ends with the list as printed")
 }

@@ -10,18 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeRunsIntro is the line before the README's `idem runs` session.
+// readmeRunsIntro is the line before the `idem runs` session of docs/CLI.md.
 const readmeRunsIntro = "answer was lost, then a refund the provider refused:\n\n```\n"
 
-// The README's `idem runs` session is what the commands print for the
+// The `idem runs` session of docs/CLI.md is what the commands print for the
 // runs sagaRuns writes: each command is run, and its output compared
 // line by line ("..." skips lines; times and ages may differ).
 func TestRunsReadmeSessionIsTrue(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/CLI.md")
 	require.NoError(t, err)
 	_, after, ok := strings.Cut(string(readme), readmeRunsIntro)
-	require.True(t, ok, "the README has the idem runs session")
+	require.True(t, ok, "docs/CLI.md has the idem runs session")
 	block, _, ok := strings.Cut(after, "\n```")
 	require.True(t, ok)
 	path, _ := sagaKeystore(t)
@@ -78,11 +78,11 @@ func assertSameLines(t *testing.T, cmd, want, got string) {
 		assert.Equal(t, norm(w), norm(gotLines[i]), "%s:\n%s", cmd, got)
 		i++
 	}
-	assert.Equal(t, len(gotLines), i, "%s prints more than the README shows:\n%s", cmd, got)
+	assert.Equal(t, len(gotLines), i, "%s prints more than docs/CLI.md shows:\n%s", cmd, got)
 }
 
 // shellWords splits a command line the way a shell does for the
-// README's commands: words, and double-quoted strings.
+// page's commands: words, and double-quoted strings.
 func shellWords(t *testing.T, line string) []string {
 	t.Helper()
 	var out []string
