@@ -158,7 +158,7 @@ func runChildUntilKilled(t *testing.T, r *rig, point, key, body string) string {
 	base := waitListening(t, out)
 	// The client sends the order, and again while the child lives (a
 	// 503 of a slow store executed nothing), until the child has died.
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(waitBound)
 	for done := false; !done; {
 		_, _, _ = post(base, "tenant-a", key, body) // the child may die answering
 		select {

@@ -153,7 +153,7 @@ var listening = regexp.MustCompile(`listening on (\S+)`)
 func waitListening(t *testing.T, out *syncBuffer) string {
 	t.Helper()
 	var addr string
-	waitFor(t, "the API to listen", func() bool {
+	waitFor(t, func() string { return "the API to listen" }, func() bool {
 		m := listening.FindStringSubmatch(out.String())
 		if m != nil {
 			addr = m[1]
@@ -189,8 +189,10 @@ func postUntilAnswered(t *testing.T, base, tenant, key, body string) (int, map[s
 	t.Helper()
 	var status int
 	var doc map[string]string
-	waitFor(t, "an answer other than 409", func() bool {
-		var err error
+	var err error
+	waitFor(t, func() string {
+		return fmt.Sprintf("an answer other than 409 or 5xx (last: %d %v, error %v)", status, doc, err)
+	}, func() bool {
 		status, doc, err = post(base, tenant, key, body)
 		return err == nil && status != http.StatusConflict && status < 500
 	})
@@ -218,22 +220,30 @@ func (r *rig) rows(table, orderID string) int {
 func (r *rig) waitSettled(id string) string {
 	r.t.Helper()
 	tb := newTables(r.schema)
-	var state string
-	waitFor(r.t, "order "+id+" to settle", func() bool {
-		state, _ = r.orderState(id)
+	var state, problem string
+	waitFor(r.t, func() string {
+		return fmt.Sprintf("order %s to settle (last: state %q, problem %q, receipts %d)", id, state, problem, r.rows(tb.receipts, id))
+	}, func() bool {
+		state, problem = r.orderState(id)
 		final := state == stateCompleted || state == stateCompensated || state == stateFailed || state == stateNeedsOperator
 		return final && (r.queue == "" || r.rows(tb.receipts, id) == 1)
 	})
 	return state
 }
 
-// waitFor polls cond until it holds, failing the test after a bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitBound bounds every wait of these tests. It is generous: the crash
+// tests run their rounds in parallel under the race detector beside the
+// rest of the module's tests on a two-core machine.
+const waitBound = 90 * time.Second
+
+// waitFor polls cond until it holds, failing the test after waitBound
+// with what it waited for and the last thing it saw.
+func waitFor(t *testing.T, what func() string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", waitBound, what())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

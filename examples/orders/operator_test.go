@@ -41,7 +41,7 @@ func TestOrdersRefusedRefundNeedsAnOperator(t *testing.T) {
 		status, doc, err := post(base, "tenant-a", "order-op", `{"amount":1200,"currency":"EUR","ship_to":"ZZ"}`)
 		answered <- answer{status, doc, err}
 	}()
-	waitFor(t, "the booking to reach the carrier", func() bool { return p.carrier.Holding() == 1 })
+	waitFor(t, func() string { return "the booking to reach the carrier" }, func() bool { return p.carrier.Holding() == 1 })
 	p.provider.FailNext(1, http.StatusBadRequest, 0)
 	p.carrier.SetHandlerDelay(0)
 	a := <-answered
@@ -53,7 +53,7 @@ func TestOrdersRefusedRefundNeedsAnOperator(t *testing.T) {
 	assert.Equal(t, stateNeedsOperator, state)
 	assert.Contains(t, problem, "needs an operator", out.String())
 	assert.Zero(t, count(p.provider, "refund-"+id), "the refund was refused")
-	waitFor(t, "the completer to report the order", func() bool {
+	waitFor(t, func() string { return "the completer to report the order" }, func() bool {
 		return strings.Contains(out.String(), "order "+id+" needs an operator")
 	})
 
@@ -67,7 +67,7 @@ func TestOrdersRefusedRefundNeedsAnOperator(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.ResolveStep(context.Background(), id, chargeStep, saga.Resolution{By: "ops@example", Note: "refunded by hand, ticket 7"}))
 
-	waitFor(t, "the completer to finish the order", func() bool {
+	waitFor(t, func() string { return "the completer to finish the order" }, func() bool {
 		state, _ := r.orderState(id)
 		return state == stateCompensated
 	})
