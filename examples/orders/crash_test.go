@@ -113,7 +113,12 @@ func crashRound(t *testing.T, p providersRig, c crashCase, key string) (string, 
 	out := runChildUntilKilled(t, r, c.point, key, body)
 	require.Contains(t, out, "killed at "+c.point, "the kill landed at its boundary")
 
-	base, _, stop := r.serve()
+	base, svcOut, stop := r.serve()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the child said:\n%s\nthe service that took over said:\n%s", out, lastLines(svcOut.String(), 40))
+		}
+	})
 	status, doc := postUntilAnswered(t, base, "tenant-a", key, body)
 	id := doc["id"]
 	require.NotEmpty(t, id, "status %d: %v", status, doc)

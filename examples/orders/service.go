@@ -73,6 +73,8 @@ func newService(ctx context.Context, cfg config, out io.Writer) (*service, error
 	}
 	s.client, err = idem.New(idem.WithStore(intents), idem.WithDialect(dialect.Stripe()),
 		idem.WithClaimLease(cfg.claimLease), idem.WithMaxAttempts(3),
+		// A call a resend cannot prove is settled from the provider's ledger.
+		idem.WithReconciler(s.reconciler()),
 		// An intent begun by a process that died is sent by this one,
 		// with its own credentials: the keystore never holds them.
 		idem.WithRequestEditor(func(_ context.Context, req *http.Request) error {
