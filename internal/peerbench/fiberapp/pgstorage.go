@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,9 +32,21 @@ const pgGCInterval = 10 * time.Second
 // context.
 const pgOpTimeout = 30 * time.Second
 
+// pgMaxConns is the pool size unless the DSN's pool_max_conns says
+// otherwise: the size idem's pgstore takes, so that neither contender
+// waits on a smaller pool (pgxpool's own default is 4 here).
+const pgMaxConns = 16
+
 // OpenPGStorage connects to dsn and creates schema.table if missing.
 func OpenPGStorage(ctx context.Context, dsn, schema, table string) (*PGStorage, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = pgMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
