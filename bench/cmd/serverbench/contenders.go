@@ -29,6 +29,7 @@ const (
 type contender struct {
 	kind, store, location string
 	before                bool // served by the -before build
+	peer                  bool // served by the -peers build (peers.go)
 	url                   string
 	cmd                   *exec.Cmd
 	hc                    *http.Client
@@ -61,6 +62,9 @@ func plan(cfg config) (contenders []*contender, skipped []string) {
 			for _, k := range []string{kindUnprotected, kindProtected} {
 				contenders = append(contenders, &contender{kind: k, store: s, location: location, before: true})
 			}
+		}
+		if cfg.peers {
+			contenders = append(contenders, peerContenders(s, location)...)
 		}
 	}
 	return contenders, skipped

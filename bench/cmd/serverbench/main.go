@@ -17,6 +17,11 @@
 //
 //	go run ./bench/cmd/serverbench -rounds 5 -duration 3s
 //
+// With -peers, the same payments app on Fiber v2 runs too, behind Fiber's
+// idempotency middleware and without it, on each store
+// (internal/peerbench, a module of its own built with go build there),
+// and idem's protected server is compared with it.
+//
 // With -before, the unprotected and protected servers of another
 // benchserver build run in the same rounds, so a change is measured
 // against the build before it.
@@ -55,6 +60,8 @@ func main() {
 type config struct {
 	benchserver     string
 	before          string
+	peers           bool
+	peerserver      string
 	postgres, redis string
 	stores          []string
 	rounds          int
@@ -67,6 +74,8 @@ func parseFlags(args []string) (config, error) {
 	cfg := config{}
 	fs.StringVar(&cfg.benchserver, "benchserver", "", "`path` of a built bench/cmd/benchserver (default: build it with go build)")
 	fs.StringVar(&cfg.before, "before", "", "`path` of another benchserver build (say, of the previous commit) whose unprotected and protected servers run too, labelled \"before\"")
+	fs.BoolVar(&cfg.peers, "peers", false, "run the same payments app on Fiber v2 with and without its idempotency middleware too (internal/peerbench), labelled fiber-idempotency and fiber-unprotected")
+	fs.StringVar(&cfg.peerserver, "peerserver", "", "`path` of a built internal/peerbench/cmd/peerserver (default: build it with go build in internal/peerbench)")
 	fs.StringVar(&cfg.postgres, "postgres", firstEnv("IDEM_BENCH_POSTGRES", "IDEM_TEST_POSTGRES"), "Postgres `DSN` (default $IDEM_BENCH_POSTGRES, else $IDEM_TEST_POSTGRES)")
 	fs.StringVar(&cfg.redis, "redis", firstEnv("IDEM_BENCH_REDIS", "IDEM_TEST_REDIS"), "Redis `URL` (default $IDEM_BENCH_REDIS, else $IDEM_TEST_REDIS)")
 	stores := fs.String("stores", "memory,postgres,redis", "comma-separated `stores` to measure")
@@ -114,6 +123,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer cleanup()
+	var peerBin string
+	if cfg.peers {
+		var peerCleanup func()
+		if peerBin, peerCleanup, err = peerserverBinary(ctx, cfg.peerserver); err != nil {
+			return err
+		}
+		defer peerCleanup()
+	}
 
 	names := newRunNames()
 	contenders, skipped := plan(cfg)
@@ -129,6 +146,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if contenders[i].before {
 			bin = cfg.before
 		}
+		if contenders[i].peer {
+			bin = peerBin
+		}
 		if err := contenders[i].start(ctx, bin, names); err != nil {
 			stopAll(contenders)
 			return err
@@ -141,6 +161,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	report(out, cfg, contenders, results, load0, loadAverage())
+	load1 := loadAverage()
+	report(out, cfg, contenders, results, load0, load1)
+	reportPeers(out, cfg, contenders, results)
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -75,4 +76,50 @@ func TestRunMeasuresRealProcesses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, table.String(), "| protected, memory / unprotected, memory | **")
 	assert.Equal(t, 1, strings.Count(table.String(), "| plain, memory |"))
+}
+
+func TestPlanAddsFiberPeersPerStore(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseFlags([]string{"-postgres", "", "-redis", "redis://x", "-peers"})
+	require.NoError(t, err)
+	cs, _ := plan(cfg)
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.name())
+	}
+	assert.Equal(t, []string{
+		"plain, memory", "unprotected, memory", "protected, memory",
+		"fiber-unprotected, memory", "fiber-idempotency, memory",
+		"unprotected, redis", "protected, redis",
+		"fiber-unprotected, redis", "fiber-idempotency, redis",
+	}, names)
+}
+
+// The report names the peer's version; it must be the one the peer
+// module builds.
+func TestPeerLibraryIsThePinnedVersion(t *testing.T) {
+	t.Parallel()
+	mod, err := peerModule()
+	require.NoError(t, err)
+	gomod, err := os.ReadFile(filepath.Join(mod, "go.mod"))
+	require.NoError(t, err)
+	f := strings.Fields(peerLibrary)
+	require.GreaterOrEqual(t, len(f), 2)
+	assert.Contains(t, string(gomod), "\t"+f[0]+" "+strings.TrimSuffix(f[1], ",")+"\n")
+}
+
+// One short run of idem's protected server against Fiber's middleware
+// on the memory store, both real processes.
+func TestRunMeasuresFiberPeers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs benchserver and the peer server")
+	}
+	t.Parallel()
+	var table bytes.Buffer
+	err := run(context.Background(), []string{"-stores", "memory", "-peers", "-rounds", "1",
+		"-duration", "100ms", "-warmup", "20ms", "-conns", "2"}, &table)
+	require.NoError(t, err)
+	assert.Contains(t, table.String(), "| fiber-idempotency, memory |")
+	assert.Contains(t, table.String(), "| idem protected / Fiber idempotency, memory | **")
+	assert.Contains(t, table.String(), "| Fiber idempotency / Fiber unprotected, memory | **")
 }
