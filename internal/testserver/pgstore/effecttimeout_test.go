@@ -27,9 +27,9 @@ const effectStoreTimeout = 300 * time.Millisecond
 // A lock on the payments table held by another connection cannot hold
 // requests: each payment's transaction gives up at the store timeout,
 // rolls back, and the client gets 503 with Retry-After; the key is freed
-// (or, when the release itself outlasts the store timeout on a loaded
-// machine, stays reserved until its lease ends and a retry gets 409
-// meanwhile), so once the lock is gone each key pays once.
+// (or, when a store call outlasts the store timeout on a loaded machine,
+// stays reserved until its lease ends and a retry gets 409 meanwhile),
+// so once the lock is gone each key pays once.
 func TestEffectTransactionIsBoundedByTheStoreTimeout(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.PostgresDSN(t)
@@ -96,12 +96,13 @@ func TestEffectTransactionIsBoundedByTheStoreTimeout(t *testing.T) {
 // payPastInProgress pays with key as a client does after a 503: it
 // retries while the answer is 409 /in-progress (the key still reserved
 // until its lease ends, when the release after the 503 did not finish
-// within the store timeout), within a bound far beyond the lease, and
-// returns the first other answer.
+// within the store timeout, or a reservation the layer gave up on
+// committed after all), within a bound far beyond the lease, and returns
+// the first other answer.
 //
-// A 409 is accepted only when the server's log says a release failed:
-// a key kept after the handler said it ran nothing is the fault this
-// test is for.
+// A 409 is accepted only when the server's log says a store call failed
+// (a release, or a reservation): a key kept after the handler said it
+// ran nothing is the fault this test is for.
 func payPastInProgress(t *testing.T, client *http.Client, base, key string, logs *testenv.SyncBuffer) (*http.Response, string) {
 	t.Helper()
 	give := time.Now().Add(30 * time.Second)
@@ -111,8 +112,10 @@ func payPastInProgress(t *testing.T, client *http.Client, base, key string, logs
 			return resp, body
 		}
 		require.Contains(t, body, testserver.ProblemInProgress, "a 409 other than in-progress")
-		require.Contains(t, logs.String(), "could not release the key",
-			"%s is still reserved, though no release failed: the key of a 503 that ran nothing must be freed", key)
+		if l := logs.String(); !strings.Contains(l, "could not release the key") &&
+			!strings.Contains(l, "idempotency store unavailable") {
+			t.Fatalf("%s is still reserved, though no store call failed: the key of a 503 that ran nothing must be freed", key)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
