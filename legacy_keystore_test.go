@@ -121,6 +121,8 @@ func TestKeystoreOfABuildBeforeScopedNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, recs, len(manifest), "no new intent")
 	assert.Zero(t, srv.Requests(), "nothing sent")
+	t.Logf("build 9fb8ecb: %d intents (%d pending); before adoption: %d new keys, %d requests sent",
+		len(manifest), len(pendingKeys(manifest)), len(recs)-len(manifest), srv.Requests())
 
 	for _, in := range manifest {
 		adopted, err := c.Begin(ctx, in.Name, legacyRequest(t, in), WithAdopt(in.Key))
@@ -132,6 +134,7 @@ func TestKeystoreOfABuildBeforeScopedNames(t *testing.T) {
 		assert.Equal(t, Succeeded, adopted.State, in.Name)
 	}
 	assert.Equal(t, len(pendingKeys(manifest)), srv.PaymentCount(), "one payment per unsettled intent, none for a settled one")
+	t.Logf("build 9fb8ecb: after adoption, %d payments for %d pending intents", srv.PaymentCount(), len(pendingKeys(manifest)))
 
 	// The names are this principal's now: a re-run finds them.
 	for _, in := range manifest {
@@ -141,6 +144,7 @@ func TestKeystoreOfABuildBeforeScopedNames(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, len(pendingKeys(manifest)), srv.PaymentCount())
+	t.Logf("build 9fb8ecb: after a re-run of every name, %d payments", srv.PaymentCount())
 }
 
 // A keystore written by the build that first scoped names by principal
@@ -169,4 +173,5 @@ func TestKeystoreOfABuildWithScopedNames(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	assert.Equal(t, len(pendingKeys(manifest)), srv.PaymentCount(), "one payment per unsettled intent, none for a settled one")
+	t.Logf("build a7007cd: %d intents (%d pending), %d payments after the re-run", len(manifest), len(pendingKeys(manifest)), srv.PaymentCount())
 }

@@ -625,7 +625,9 @@ func TestStoreFailureOnCompleteStillAnswers(t *testing.T) {
 
 	rec := serve(wrapped, post("key-1", paymentBody))
 	assert.Equal(t, http.StatusCreated, rec.Code)
+	assert.Empty(t, rec.Header().Get(server.KeyExpiresHeader), "nothing was kept, so no expiry is promised")
 	assert.Contains(t, logs.String(), "level=ERROR")
+	assert.Contains(t, logs.String(), "could not store the response")
 	again := serve(wrapped, post("key-1", paymentBody))
 	assert.Equal(t, http.StatusConflict, again.Code, "the key stays reserved until its lease expires")
 }

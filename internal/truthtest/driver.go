@@ -126,20 +126,13 @@ func (d *driver) token() string {
 	return fmt.Sprintf("tok_%s_v%d_%s", theAccount, d.version, d.secret)
 }
 
+// dialectNamed is the shipped dialect of this name, Draft for any other.
 func dialectNamed(name string) dialect.Dialect {
-	switch name {
-	case "stripe":
-		return dialect.Stripe()
-	case "stripe-v2":
-		return dialect.StripeV2()
-	case "paypal":
-		return dialect.PayPal()
-	case "adyen":
-		return dialect.Adyen()
-	case "square":
-		return dialect.Square()
+	d, err := dialect.ByName(name)
+	if err != nil {
+		return dialect.Draft()
 	}
-	return dialect.Draft()
+	return d
 }
 
 // open builds a Client as a program of the scenario's configuration does.

@@ -178,7 +178,9 @@ func Generate(s Source) Scenario {
 		Reconciler:  chance(s, 1, 4),
 	}
 	if chance(s, 1, 5) {
-		sc.Retention = time.Duration(20+s.Intn(60)) * time.Millisecond
+		// 20–99 ms: below the attempt timeout (40 ms) no attempt may be sent;
+		// from 40 ms the first is, and a retry must not outlive the retention.
+		sc.Retention = time.Duration(20+s.Intn(80)) * time.Millisecond
 	}
 	if chance(s, 1, 2) {
 		sc.Grace = time.Duration(s.Intn(10)) * time.Millisecond

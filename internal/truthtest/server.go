@@ -66,7 +66,6 @@ func NewServer(dialect string, retention, hold time.Duration, moves []Move, poll
 	s := &Server{
 		Ledger:    newLedger(),
 		dialect:   dialect,
-		keyHeader: "Idempotency-Key",
 		retention: retention,
 		hold:      hold,
 		moves:     append([]Move(nil), moves...),
@@ -74,12 +73,7 @@ func NewServer(dialect string, retention, hold time.Duration, moves []Move, poll
 		keys:      make(map[string]*keyState),
 		ops:       make(map[string]*operation),
 	}
-	switch dialect {
-	case "paypal":
-		s.keyHeader = "PayPal-Request-Id"
-	case "square":
-		s.keyHeader = ""
-	}
+	s.keyHeader = dialectNamed(dialect).KeyHeader
 	s.Main = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, false) }))
 	s.Other = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, true) }))
 	return s
