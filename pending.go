@@ -85,9 +85,9 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 	return c.storeAnswer(ctx, rec, res, j)
 }
 
-// stopped handles a send that stopped without an answer to judge. Apart
-// from sendPending, whose every call would otherwise put the target of
-// errors.As on the heap.
+// stopped handles a send that stopped without an answer to judge. It is
+// a function of its own so that the target of errors.As, which escapes,
+// is allocated only for a send that stopped, not on every call.
 func (c *Client) stopped(ctx context.Context, rec *keystore.Record, res *sendResult, doubt bool) (*http.Response, error) {
 	var reached *retentionReachedError
 	if errors.As(res.stop, &reached) {
