@@ -74,6 +74,21 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 	if res.unknown {
 		rec.MayHaveExecuted = true
 	}
+	if res.stop != nil {
+		return c.stopped(ctx, rec, res, doubt)
+	}
+	j := judgeAnswer(res.outcome, doubt || res.unknown)
+	if j.unknown {
+		rec.MayHaveExecuted = true
+		return c.unsettled(ctx, rec, res, j.why(res.lastStatus, res.outcome))
+	}
+	return c.storeAnswer(ctx, rec, res, j)
+}
+
+// stopped handles a send that stopped without an answer to judge. It is
+// a function of its own so that the target of errors.As, which escapes,
+// is allocated only for a send that stopped, not on every call.
+func (c *Client) stopped(ctx context.Context, rec *keystore.Record, res *sendResult, doubt bool) (*http.Response, error) {
 	var reached *retentionReachedError
 	if errors.As(res.stop, &reached) {
 		// The server may forget the key before another attempt could
@@ -83,15 +98,7 @@ func (c *Client) sendPending(ctx context.Context, rec *keystore.Record, begun *b
 		err := c.expire(ctx, rec, reached.Error(), res.lastStatus)
 		return c.reconcileOr(ctx, rec, nil, err)
 	}
-	if res.stop != nil {
-		return c.stayPending(ctx, rec, res, !doubt && !res.unknown)
-	}
-	j := judgeAnswer(res.outcome, doubt || res.unknown)
-	if j.unknown {
-		rec.MayHaveExecuted = true
-		return c.unsettled(ctx, rec, res, j.why(res.lastStatus, res.outcome))
-	}
-	return c.storeAnswer(ctx, rec, res, j)
+	return c.stayPending(ctx, rec, res, !doubt && !res.unknown)
 }
 
 // storeAnswer stores a final answer that proves the intent's outcome, as

@@ -68,26 +68,40 @@ func floorCall(b *testing.B, hc *http.Client, store *keystore.Memory, url string
 	finish(b, resp, nil)
 }
 
-// BenchmarkCallFloor runs three ops in one loop against the same
+// BenchmarkCallFloor runs four ops in one loop against the same
 // in-process reference server and connection pool, in an order that
 // rotates on every iteration, each op timed on its own (as
-// BenchmarkCallPaired does for two): a plain POST (net-http), floorCall
-// (floor) and Begin then Do (idem). It reports each op's total time over
-// the plain POST's (floor/net-http, idem/net-http), idem's over the
-// floor's (idem/floor), and the plain POST's mean (ns/net-http).
-// floor/net-http is what the promise itself costs on this host, so it
-// bounds from below any target set for idem/net-http.
+// BenchmarkCallPaired does for two): a plain POST (net-http),
+// tightFloorCall (tight: the least a correct client does), floorCall
+// (floor: the same through keystore.Memory) and Begin then Do (idem).
+// It reports each op's total time over the plain POST's and over the
+// tight floor's (see runFloorContenders). tight/net-http is what the
+// promise itself costs on this host, so it bounds from below any target
+// set for idem/net-http; idem/tight is what idem spends above it.
 func BenchmarkCallFloor(b *testing.B) {
 	url, hc, c := newCallBench(b)
+	runFloorContenders(b, hc, url, c)
+}
+
+// runFloorContenders is the loop of BenchmarkCallFloor and
+// BenchmarkClientCPUFloor: net-http, tight, floor and idem on hc,
+// rotated every iteration, each timed on its own. It reports the ratios
+// of their totals (floor/net-http, idem/net-http, idem/floor,
+// tight/net-http, idem/tight, floor/tight) and each op's mean.
+func runFloorContenders(b *testing.B, hc *http.Client, url string, c *idem.Client) {
 	store := keystore.NewMemory()
 	b.Cleanup(func() { _ = store.Close() })
+	tight := newTightStore()
+	const plain, tightOp, floor, withIdem = 0, 1, 2, 3
 	ops := [...]func(){
-		func() { postWithKey(b, hc, url) },
-		func() { floorCall(b, hc, store, url) },
-		func() { beginAndDo(b, c, url) },
+		plain:    func() { postWithKey(b, hc, url) },
+		tightOp:  func() { tightFloorCall(b, hc, tight, url) },
+		floor:    func() { floorCall(b, hc, store, url) },
+		withIdem: func() { beginAndDo(b, c, url) },
 	}
 	var total [len(ops)]time.Duration
 	n := 0
+	b.ReportAllocs()
 	for b.Loop() {
 		for i := range ops {
 			k := (i + n) % len(ops)
@@ -97,11 +111,19 @@ func BenchmarkCallFloor(b *testing.B) {
 		}
 		n++
 	}
-	if n == 0 || total[0] == 0 || total[1] == 0 {
-		return
+	for _, t := range total {
+		if n == 0 || t == 0 {
+			return
+		}
 	}
-	b.ReportMetric(float64(total[1])/float64(total[0]), "floor/net-http")
-	b.ReportMetric(float64(total[2])/float64(total[0]), "idem/net-http")
-	b.ReportMetric(float64(total[2])/float64(total[1]), "idem/floor")
-	b.ReportMetric(float64(total[0].Nanoseconds())/float64(n), "ns/net-http")
+	ratio := func(a, b int) float64 { return float64(total[a]) / float64(total[b]) }
+	b.ReportMetric(ratio(floor, plain), "floor/net-http")
+	b.ReportMetric(ratio(withIdem, plain), "idem/net-http")
+	b.ReportMetric(ratio(withIdem, floor), "idem/floor")
+	b.ReportMetric(ratio(tightOp, plain), "tight/net-http")
+	b.ReportMetric(ratio(withIdem, tightOp), "idem/tight")
+	b.ReportMetric(ratio(floor, tightOp), "floor/tight")
+	for k, name := range [...]string{"ns/net-http", "ns/tight", "ns/floor", "ns/idem"} {
+		b.ReportMetric(float64(total[k].Nanoseconds())/float64(n), name)
+	}
 }

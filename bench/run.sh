@@ -39,12 +39,15 @@ $BENCHSTAT -col /client "$OUT/call.txt" | tee "$OUT/call.stat"
 echo "== client overhead, the two calls alternated one by one in one loop (ratio idem/net-http per run)"
 interleaved -test.bench '^BenchmarkCallPaired$' -test.benchtime 2000x | tee "$OUT/callpaired.txt"
 
-echo "== the floor: the least a client keeping the promise does, alternated with a plain POST and with idem (ratios per run)"
+echo "== the floors: the least a client keeping the promise does (tight; and through keystore.Memory), alternated with a plain POST and with idem (ratios per run)"
 interleaved -test.bench '^BenchmarkCallFloor$' -test.benchtime 4000x | tee "$OUT/callfloor.txt"
 
 echo "== the client's own CPU per call: no network, no server, every cache warm"
-interleaved -test.bench '^BenchmarkClientCPU$' -test.benchtime 20000x | tee "$OUT/callcpu.txt"
+interleaved -test.bench '^BenchmarkClientCPU(Tight)?$' -test.benchtime 20000x | tee "$OUT/callcpu.txt"
 $BENCHSTAT -col /client "$OUT/callcpu.txt" | tee "$OUT/callcpu.stat"
+
+echo "== the same four ops alternated one by one in one loop, no network (ratios per run)"
+interleaved -test.bench '^BenchmarkClientCPUFloor$' -test.benchtime 20000x | tee "$OUT/callcpufloor.txt"
 
 echo "== durable call on bbolt: the settle deferred into the next group commit (1 fsync) vs synced on its own (2)"
 interleaved -test.bench '^BenchmarkCallDurable$' -test.benchtime 1000x | tee "$OUT/durable.txt"
@@ -53,6 +56,9 @@ $BENCHSTAT -col /settle "$OUT/durable.txt" | tee "$OUT/durable.stat"
 echo "== durable call on bbolt vs its floor: one raw bbolt Update plus one net/http POST"
 interleaved -test.bench '^BenchmarkCallDurableFloor$' -test.benchtime 1000x | tee "$OUT/durablefloor.txt"
 $BENCHSTAT -col /op "$OUT/durablefloor.txt" | tee "$OUT/durablefloor.stat"
+
+echo "== the same two ops alternated one by one in one loop (idem/raw per run)"
+interleaved -test.bench '^BenchmarkCallDurableFloorPaired$' -test.benchtime 1000x | tee "$OUT/durablefloorpaired.txt"
 
 echo "== keystore: lone Begin on bbolt vs one raw bbolt Update"
 interleaved -test.bench '^BenchmarkBeginFloor$' -test.benchtime 1000x | tee "$OUT/floor.txt"
