@@ -42,6 +42,7 @@ var statusWords = []string{
 	// listed by no dialect
 	"expired", "denied", "refused", "timed_out", "reversed", "returned", "unknown",
 	"blocked", "voided", "on_hold", "requires_action", "partially_failed",
+	"REFUNDED", "PARTIALLY_REFUNDED", "CAPTURED", "PARTIALLY_CAPTURED",
 	"", " ", "42", "ok", "done", "success", "settled", "paid", "refunded", "chargeback",
 }
 
@@ -79,6 +80,12 @@ func wordTruth(dialect, word string) int {
 		}
 	case "paypal":
 		switch w {
+		// Capture REFUNDED and PARTIALLY_REFUNDED: the capture was made,
+		// then money went back; authorization CAPTURED and
+		// PARTIALLY_CAPTURED (https://developer.paypal.com/sdk/orders/v2/definitions/capture_status,
+		// https://developer.paypal.com/api/payments/v2/definitions/authorization_status).
+		case "refunded", "partially_refunded", "captured", "partially_captured":
+			return +1
 		case "denied", "voided":
 			return -1
 		}
