@@ -32,6 +32,8 @@ type contender struct {
 	url                   string
 	cmd                   *exec.Cmd
 	hc                    *http.Client
+	appName               string        // application_name of its Postgres connections
+	meter                 *backendMeter // its Postgres backends' CPU, or nil
 }
 
 func (c *contender) name() string {
@@ -62,6 +64,13 @@ func plan(cfg config) (contenders []*contender, skipped []string) {
 				contenders = append(contenders, &contender{kind: k, store: s, location: location, before: true})
 			}
 		}
+		if s == "postgres" {
+			for i, c := range contenders {
+				if c.store == s {
+					c.appName = appNameOf(c, i)
+				}
+			}
+		}
 	}
 	return contenders, skipped
 }
@@ -80,7 +89,11 @@ const startTimeout = 30 * time.Second
 
 // start runs c's benchserver on a free port and waits until it listens.
 func (c *contender) start(ctx context.Context, binary string, names runNames) error {
-	c.cmd = exec.Command(binary, "-"+c.kind, "127.0.0.1:0,"+c.location, "-schema", names.schema, "-prefix", names.prefix)
+	location := c.location
+	if c.appName != "" {
+		location = withAppName(location, c.appName)
+	}
+	c.cmd = exec.Command(binary, "-"+c.kind, "127.0.0.1:0,"+location, "-schema", names.schema, "-prefix", names.prefix)
 	c.cmd.Stderr = os.Stderr
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {

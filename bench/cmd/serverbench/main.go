@@ -136,11 +136,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer stopAll(contenders)
 
+	defer startMeters(ctx, cfg, contenders)()
 	load0 := loadAverage()
 	results, err := measure(ctx, cfg, contenders)
 	if err != nil {
 		return err
 	}
 	report(out, cfg, contenders, results, load0, loadAverage())
+	reportBackend(out, contenders, results)
 	return nil
 }
