@@ -78,6 +78,10 @@ func plan(cfg config) (contenders []*contender, skipped []string) {
 // runNames are the schema and key prefix of this run's data.
 type runNames struct{ schema, prefix string }
 
+// beforeSchema and beforePrefix are those of the -before build's data.
+func (n runNames) beforeSchema() string { return n.schema + "_before" }
+func (n runNames) beforePrefix() string { return n.prefix + "before:" }
+
 func newRunNames() runNames {
 	id := strconv.FormatInt(time.Now().UnixNano()%1e12, 36) + strconv.Itoa(os.Getpid())
 	return runNames{schema: "idem_serverbench_" + id, prefix: "idem-serverbench-" + id + ":"}
@@ -93,7 +97,13 @@ func (c *contender) start(ctx context.Context, binary string, names runNames) er
 	if c.appName != "" {
 		location = withAppName(location, c.appName)
 	}
-	c.cmd = exec.Command(binary, "-"+c.kind, "127.0.0.1:0,"+location, "-schema", names.schema, "-prefix", names.prefix)
+	// The -before build gets a schema and key prefix of its own: the two
+	// builds may create or upgrade their tables differently.
+	schema, prefix := names.schema, names.prefix
+	if c.before {
+		schema, prefix = names.beforeSchema(), names.beforePrefix()
+	}
+	c.cmd = exec.Command(binary, "-"+c.kind, "127.0.0.1:0,"+location, "-schema", schema, "-prefix", prefix)
 	c.cmd.Stderr = os.Stderr
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -196,7 +206,9 @@ func dropData(cfg config, names runNames) {
 	defer cancel()
 	if cfg.postgres != "" {
 		if conn, err := pgx.Connect(ctx, cfg.postgres); err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{names.schema}.Sanitize()+" CASCADE")
+			for _, schema := range []string{names.schema, names.beforeSchema()} {
+				_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+			}
 			_ = conn.Close(ctx)
 		}
 	}
