@@ -45,8 +45,8 @@ func (s *Store) CompleteBatch(ctx context.Context, c server.Completion, effect *
 	if err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
-	// The completion carries the transaction's bound (completeOrAbort's
-	// last argument; NULL for none), so the batch has no statement more
+	// The completion carries the transaction's bound (its last argument;
+	// NULL for none), so the batch has no statement more
 	// than the effect's and the completion.
 	var bound *string
 	if c.Timeout > 0 {
@@ -54,7 +54,7 @@ func (s *Store) CompleteBatch(ctx context.Context, c server.Completion, effect *
 		bound = &setting
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.q.completeOrAbort, append(args, bound)...)
+	b.Queue(s.q.completeOrAbortBounded, append(args, bound)...)
 	if effect != nil {
 		b.QueuedQueries = append(b.QueuedQueries, effect.QueuedQueries...)
 	}

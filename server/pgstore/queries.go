@@ -5,7 +5,7 @@ import "fmt"
 // queries holds the store's SQL with the schema's table names filled in
 // once, at Open.
 type queries struct {
-	reserve, takeover, selectRecord, complete, completeOrAbort, release, sweep string
+	reserve, takeover, selectRecord, complete, completeOrAbort, completeOrAbortBounded, release, sweep string
 }
 
 // Every time below comes from statement_timestamp(): the database's
@@ -56,11 +56,17 @@ FROM %[1]s WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4`, re
 
 		// complete, made to fail when fenced: it divides by the number of
 		// records it completed, so a token that owns nothing raises
-		// division_by_zero (fencedState) and aborts the batch that
-		// CompleteBatch sends it in, effect included. $11, when not null,
-		// bounds the rest of the transaction (boundTransaction), so the
-		// bound costs no statement of its own.
+		// division_by_zero (fencedState) and aborts the batch that it is
+		// sent in, effect included.
 		completeOrAbort: fmt.Sprintf(`
+WITH completed AS (%[2]s
+RETURNING 1)
+SELECT 1 / count(*) FROM completed`, records, completeSQL(records)),
+
+		// completeOrAbort that also bounds the rest of its transaction
+		// (boundTransaction) when $11 is not null, so CompleteBatch's bound
+		// costs no statement of its own.
+		completeOrAbortBounded: fmt.Sprintf(`
 WITH completed AS (%[2]s
 RETURNING 1)
 SELECT 1 / count(*),
