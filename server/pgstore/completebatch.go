@@ -45,11 +45,16 @@ func (s *Store) CompleteBatch(ctx context.Context, c server.Completion, effect *
 	if err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
-	b := &pgx.Batch{}
+	// The completion carries the transaction's bound (its last argument;
+	// NULL for none), so the batch has no statement more
+	// than the effect's and the completion.
+	var bound *string
 	if c.Timeout > 0 {
-		b.Queue(boundTransaction, timeoutSetting(c.Timeout))
+		setting := timeoutSetting(c.Timeout)
+		bound = &setting
 	}
-	b.Queue(s.q.completeOrAbort, args...)
+	b := &pgx.Batch{}
+	b.Queue(s.q.completeOrAbortBounded, append(args, bound)...)
 	if effect != nil {
 		b.QueuedQueries = append(b.QueuedQueries, effect.QueuedQueries...)
 	}

@@ -5,12 +5,15 @@
 //
 // # Guarantees
 //
-//   - Reserve is an INSERT … ON CONFLICT on a unique constraint over
-//     (principal, method, route, key): two replicas racing for one key
-//     cannot both win.
+//   - Reserve is an INSERT … ON CONFLICT DO NOTHING on a unique
+//     constraint over (principal, method, route, key): two replicas
+//     racing for one key cannot both win. Only when a record is there
+//     does a second round trip take it over (its lease or retention
+//     ended) or read it.
 //   - Leases and retention are compared against the database clock
-//     (clock_timestamp()), never the replicas' clocks, so clock skew
-//     between hosts cannot hand a key to two owners.
+//     (statement_timestamp(), the start of the statement), never the
+//     replicas' clocks, so clock skew between hosts cannot hand a key to
+//     two owners.
 //   - Complete, Release and CompleteTx are compare-and-set on the fencing
 //     token: a stale owner's write changes nothing and returns
 //     server.ErrFenced.
@@ -29,7 +32,9 @@
 //
 // Open and New create the store's table in one schema (default "idem") if they are
 // missing, under a transaction-scoped advisory lock so replicas starting
-// together do not race on the DDL. Sweep deletes expired completed records
+// together do not race on the DDL, and upgrade a table an earlier
+// version created in place (it drops the CHECK constraints this version
+// no longer has). Sweep deletes expired completed records
 // and abandoned reservations (WithReservationGrace) in bounded batches;
 // run it periodically.
 //

@@ -74,13 +74,12 @@ func effectTimeout(parent context.Context, c server.Completion, err error) error
 	return fmt.Errorf("%w (%w)", &server.StoreTimeoutError{Op: "complete", Timeout: c.Timeout}, err)
 }
 
-// sendBounded sends b, whose first statement is boundTransaction when
-// c.Timeout is positive, and returns the error of its first two
-// statements (the bound and the completion, or the completion alone) and
-// of the rest. Past c.Timeout it asks PostgreSQL to cancel what the
-// connection is doing: a lock wait while a statement is prepared, before
-// boundTransaction has run, gives up too, and the implicit transaction
-// rolls back. The connection is then closed rather than reused, so the
+// sendBounded sends b, whose first statement is the completion (which
+// sets the bound of the rest when c.Timeout is positive), and returns
+// the error of the completion and of the rest. Past c.Timeout it asks
+// PostgreSQL to cancel what the connection is doing: a lock wait before
+// the bound is set (the completion's own, or one while a statement is
+// prepared) gives up too, and the implicit transaction rolls back. The connection is then closed rather than reused, so the
 // cancel request cannot reach a later query.
 func (s *Store) sendBounded(ctx context.Context, c server.Completion, b *pgx.Batch) (err, closeErr error) {
 	if c.Timeout <= 0 {
@@ -104,9 +103,7 @@ func (s *Store) sendBounded(ctx context.Context, c server.Completion, b *pgx.Bat
 		_ = conn.Conn().PgConn().CancelRequest(cctx)
 	})
 	br := conn.SendBatch(ctx, b)
-	if _, err = br.Exec(); err == nil {
-		_, err = br.Exec()
-	}
+	_, err = br.Exec()
 	closeErr = br.Close()
 	if !timer.Stop() {
 		<-canceled

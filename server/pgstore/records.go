@@ -37,31 +37,64 @@ func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprin
 	}
 	for range reserveAttempts {
 		token := rand.Text()
+		args := []any{scope.Principal, scope.Method, scope.Route, key, fingerprint, token, lease.Microseconds()}
 		var reserved bool
-		err := s.pool.QueryRow(ctx, s.q.reserve,
-			scope.Principal, scope.Method, scope.Route, key, fingerprint, token, lease.Microseconds(),
-		).Scan(&reserved)
+		err := s.pool.QueryRow(ctx, s.q.reserve, args...).Scan(&reserved)
 		if err == nil {
-			s.logger.Debug("pgstore: key reserved", "key_hash", server.KeyHash(key))
-			return &server.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+			return s.reserved(scope, key, fingerprint, token), nil, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return nil, nil, fmt.Errorf("pgstore: reserve: %w", err)
 		}
-		rec, err := s.record(ctx, scope, key)
-		if err == nil {
+		// A record is there: try to take it over and read it, one round
+		// trip for both.
+		took, rec, err := s.takeOver(ctx, args, scope, key)
+		switch {
+		case err != nil:
+			return nil, nil, fmt.Errorf("pgstore: reserve: %w", err)
+		case took:
+			return s.reserved(scope, key, fingerprint, token), nil, nil
+		case rec != nil:
 			return nil, rec, nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil, fmt.Errorf("pgstore: reserve: read the existing record: %w", err)
-		}
+		// The record vanished in between (released or swept): insert again.
 	}
 	return nil, nil, fmt.Errorf("pgstore: reserve: the record kept changing under %d attempts", reserveAttempts)
 }
 
-// record reads the record of (scope, key); pgx.ErrNoRows when there is
-// none.
-func (s *Store) record(ctx context.Context, scope server.Scope, key string) (*server.Record, error) {
+func (s *Store) reserved(scope server.Scope, key, fingerprint, token string) *server.Reservation {
+	s.logger.Debug("pgstore: key reserved", "key_hash", server.KeyHash(key))
+	return &server.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}
+}
+
+// takeOver sends the takeover of (scope, key) with reserve's args and
+// the read of the record in one batch. It reports whether the takeover
+// won; if not, the record as the read found it, nil when there is none.
+func (s *Store) takeOver(ctx context.Context, args []any, scope server.Scope, key string) (bool, *server.Record, error) {
+	b := &pgx.Batch{}
+	b.Queue(s.q.takeover, args...)
+	b.Queue(s.q.selectRecord, scope.Principal, scope.Method, scope.Route, key)
+	br := s.pool.SendBatch(ctx, b)
+	var took bool
+	err := br.QueryRow().Scan(&took)
+	var rec *server.Record
+	if errors.Is(err, pgx.ErrNoRows) {
+		if rec, err = scanRecord(br.QueryRow(), scope, key); errors.Is(err, pgx.ErrNoRows) {
+			rec, err = nil, nil
+		}
+	}
+	if closeErr := br.Close(); err == nil && closeErr != nil {
+		err = closeErr
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("take over or read the existing record: %w", err)
+	}
+	return took, rec, nil
+}
+
+// scanRecord reads the record of (scope, key) from row, a result of
+// selectRecord; pgx.ErrNoRows when there is none.
+func scanRecord(row pgx.Row, scope server.Scope, key string) (*server.Record, error) {
 	var (
 		state          string
 		token, rid     *string
@@ -70,8 +103,7 @@ func (s *Store) record(ctx context.Context, scope server.Scope, key string) (*se
 		header, body   []byte
 	)
 	rec := &server.Record{Scope: scope, Key: key}
-	err := s.pool.QueryRow(ctx, s.q.selectRecord, scope.Principal, scope.Method, scope.Route, key).Scan(
-		&rec.Fingerprint, &state, &token, &lease, &status, &header, &body, &rid, &rec.CreatedAt, &expires)
+	err := row.Scan(&rec.Fingerprint, &state, &token, &lease, &status, &header, &body, &rid, &rec.CreatedAt, &expires)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,12 @@ import (
 const migrationLockClass = 0x1de3
 
 // schemaDDL creates the store's tables if they are missing. %[1]s is the
-// quoted schema name. CREATE … IF NOT EXISTS alone is not safe against a
+// quoted schema name. Its only constraint is the one the protocol rests
+// on, the unique (scope, key); the two partial indexes are what Sweep's
+// bounded range scans read. The store's own statements are the only
+// writers and keep each state's columns filled, so CHECK constraints
+// would only cost every write their evaluation (upgradeSchema drops those
+// of earlier versions). CREATE … IF NOT EXISTS alone is not safe against a
 // concurrent CREATE (both may pass the check and one then fails on the
 // catalog's unique index), hence the advisory lock in migrate.
 const schemaDDL = `
@@ -25,7 +30,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.idempotency_records (
 	route           text        NOT NULL,
 	key             text        NOT NULL,
 	fingerprint     text        NOT NULL,
-	state           text        NOT NULL CHECK (state IN ('reserved', 'completed')),
+	state           text        NOT NULL,
 	token           text,
 	lease_expires   timestamptz,
 	response_status integer,
@@ -34,11 +39,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.idempotency_records (
 	resource_id     text,
 	created_at      timestamptz NOT NULL,
 	expires_at      timestamptz,
-	CONSTRAINT idempotency_records_scope_key UNIQUE (principal, method, route, key),
-	CONSTRAINT idempotency_records_reserved_has_lease
-		CHECK (state <> 'reserved' OR (token IS NOT NULL AND lease_expires IS NOT NULL)),
-	CONSTRAINT idempotency_records_completed_has_response
-		CHECK (state <> 'completed' OR (response_status IS NOT NULL AND expires_at IS NOT NULL))
+	CONSTRAINT idempotency_records_scope_key UNIQUE (principal, method, route, key)
 );
 
 CREATE INDEX IF NOT EXISTS idempotency_records_expiry
@@ -62,6 +63,6 @@ func migrate(ctx context.Context, db interface {
 		if _, err := tx.Exec(ctx, ddl); err != nil {
 			return fmt.Errorf("create tables: %w", err)
 		}
-		return nil
+		return upgradeSchema(ctx, tx, schema)
 	})
 }

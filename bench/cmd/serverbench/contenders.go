@@ -33,6 +33,8 @@ type contender struct {
 	url                   string
 	cmd                   *exec.Cmd
 	hc                    *http.Client
+	appName               string        // application_name of its Postgres connections
+	meter                 *backendMeter // its Postgres backends' CPU, or nil
 }
 
 func (c *contender) name() string {
@@ -66,12 +68,23 @@ func plan(cfg config) (contenders []*contender, skipped []string) {
 		if cfg.peers {
 			contenders = append(contenders, peerContenders(s, location)...)
 		}
+		if s == "postgres" {
+			for i, c := range contenders {
+				if c.store == s {
+					c.appName = appNameOf(c, i)
+				}
+			}
+		}
 	}
 	return contenders, skipped
 }
 
 // runNames are the schema and key prefix of this run's data.
 type runNames struct{ schema, prefix string }
+
+// beforeSchema and beforePrefix are those of the -before build's data.
+func (n runNames) beforeSchema() string { return n.schema + "_before" }
+func (n runNames) beforePrefix() string { return n.prefix + "before:" }
 
 func newRunNames() runNames {
 	id := strconv.FormatInt(time.Now().UnixNano()%1e12, 36) + strconv.Itoa(os.Getpid())
@@ -84,7 +97,17 @@ const startTimeout = 30 * time.Second
 
 // start runs c's benchserver on a free port and waits until it listens.
 func (c *contender) start(ctx context.Context, binary string, names runNames) error {
-	c.cmd = exec.Command(binary, "-"+c.kind, "127.0.0.1:0,"+c.location, "-schema", names.schema, "-prefix", names.prefix)
+	location := c.location
+	if c.appName != "" {
+		location = withAppName(location, c.appName)
+	}
+	// The -before build gets a schema and key prefix of its own: the two
+	// builds may create or upgrade their tables differently.
+	schema, prefix := names.schema, names.prefix
+	if c.before {
+		schema, prefix = names.beforeSchema(), names.beforePrefix()
+	}
+	c.cmd = exec.Command(binary, "-"+c.kind, "127.0.0.1:0,"+location, "-schema", schema, "-prefix", prefix)
 	c.cmd.Stderr = os.Stderr
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -187,7 +210,9 @@ func dropData(cfg config, names runNames) {
 	defer cancel()
 	if cfg.postgres != "" {
 		if conn, err := pgx.Connect(ctx, cfg.postgres); err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{names.schema}.Sanitize()+" CASCADE")
+			for _, schema := range []string{names.schema, names.beforeSchema()} {
+				_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+			}
 			_ = conn.Close(ctx)
 		}
 	}

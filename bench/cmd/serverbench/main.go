@@ -13,7 +13,9 @@
 // and ranges over the rounds), each protected / unprotected ratio on the
 // same store (the median and range of per-round ratios), the layer's own
 // CPU per request (protected minus unprotected, per round) and the
-// unprotected handler against the plain one.
+// unprotected handler against the plain one. For Postgres contenders it
+// also prints the CPU per request of their database backends (read from
+// /proc, so only when PostgreSQL runs on this host).
 //
 //	go run ./bench/cmd/serverbench -rounds 5 -duration 3s
 //
@@ -23,8 +25,8 @@
 // and idem's protected server is compared with it.
 //
 // With -before, the unprotected and protected servers of another
-// benchserver build run in the same rounds, so a change is measured
-// against the build before it.
+// benchserver build run in the same rounds, on a schema and key prefix
+// of their own, so a change is measured against the build before it.
 //
 // The Postgres DSN comes from -postgres, else IDEM_BENCH_POSTGRES, else
 // IDEM_TEST_POSTGRES; the Redis URL from -redis, IDEM_BENCH_REDIS or
@@ -156,6 +158,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer stopAll(contenders)
 
+	defer startMeters(ctx, cfg, contenders)()
 	load0 := loadAverage()
 	results, err := measure(ctx, cfg, contenders)
 	if err != nil {
@@ -163,6 +166,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	load1 := loadAverage()
 	report(out, cfg, contenders, results, load0, load1)
+	reportBackend(out, contenders, results)
 	reportPeers(out, cfg, contenders, results)
 	return nil
 }

@@ -50,9 +50,9 @@ func TestReportTakesRatiosRoundByRound(t *testing.T) {
 	cs := []*contender{{kind: kindPlain, store: "memory"}, {kind: kindUnprotected, store: "memory"}, {kind: kindProtected, store: "memory"}}
 	us := time.Microsecond
 	results := [][]round{
-		{{1000, 10 * us}, {2000, 10 * us}},
-		{{1000, 12 * us}, {2000, 12 * us}},
-		{{900, 20 * us}, {1600, 18 * us}},
+		{{1000, 10 * us, -1}, {2000, 10 * us, -1}},
+		{{1000, 12 * us, -1}, {2000, 12 * us, -1}},
+		{{900, 20 * us, -1}, {1600, 18 * us, -1}},
 	}
 	var out bytes.Buffer
 	report(&out, cfg, cs, results, "1", "2")

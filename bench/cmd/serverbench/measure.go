@@ -14,6 +14,9 @@ type round struct {
 	// cpuPerRequest is the server process's CPU time over the round
 	// divided by the requests it answered.
 	cpuPerRequest time.Duration
+	// backendPerRequest is its Postgres backends' CPU time over the
+	// round divided by the requests; negative when not measured.
+	backendPerRequest time.Duration
 }
 
 // measure warms every contender up, then runs cfg.rounds rounds; round i
@@ -43,6 +46,10 @@ func measure(ctx context.Context, cfg config, cs []*contender) ([][]round, error
 }
 
 func measureOne(ctx context.Context, load bench.LoadConfig, c *contender) (round, error) {
+	var backend0 map[int]time.Duration
+	if c.meter != nil {
+		backend0, _ = c.meter.sample(ctx)
+	}
 	before, err := c.cpu(ctx)
 	if err != nil {
 		return round{}, err
@@ -58,5 +65,11 @@ func measureOne(ctx context.Context, load bench.LoadConfig, c *contender) (round
 	if res.OK == 0 {
 		return round{}, fmt.Errorf("%s answered no request in %v", c.name(), load.Duration)
 	}
-	return round{perSecond: res.PerSecond(), cpuPerRequest: (after - before) / time.Duration(res.OK)}, nil
+	r := round{perSecond: res.PerSecond(), cpuPerRequest: (after - before) / time.Duration(res.OK), backendPerRequest: -1}
+	if backend0 != nil {
+		if backend1, err := c.meter.sample(ctx); err == nil {
+			r.backendPerRequest = used(backend0, backend1) / time.Duration(res.OK)
+		}
+	}
+	return r, nil
 }
