@@ -88,9 +88,10 @@ type endpoint struct {
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("benchserver", flag.ContinueOnError)
-	var protected, unprotected, plain serveFlag
+	var protected, unprotected, plain, oneCommit serveFlag
 	fs.Var(&protected, "protected", "`addr[,store]` of a protected server; store is memory (default), postgres://… or redis://…; repeatable")
 	fs.Var(&unprotected, "unprotected", "`addr[,store]` of the unprotected handler on that store; repeatable")
+	fs.Var(&oneCommit, "onecommit", "`addr,postgres://…` of the reference server in one-commit mode on that store; repeatable")
 	fs.Var(&plain, "plain", "`addr[,store]` of a plain net/http JSON handler with the same checks and effect; repeatable")
 	names := storeNames{}
 	fs.StringVar(&names.schema, "schema", benchSchema, "Postgres schema of the shared stores")
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(protected)+len(unprotected)+len(plain) == 0 {
+	if len(protected)+len(unprotected)+len(plain)+len(oneCommit) == 0 {
 		protected = serveFlag{"127.0.0.1:18080"}
 		unprotected = serveFlag{"127.0.0.1:18081"}
 	}
@@ -131,13 +132,24 @@ func run(ctx context.Context, args []string) error {
 	if err := bare(plain, "plain", plainPaymentsHandler); err != nil {
 		return err
 	}
+	type guarded struct {
+		value, what string
+		opts        []testserver.Option
+	}
+	var servers []guarded
 	for _, p := range protected {
-		addr, location := splitServe(p)
+		servers = append(servers, guarded{p, "protected", nil})
+	}
+	for _, p := range oneCommit {
+		servers = append(servers, guarded{p, "onecommit", []testserver.Option{testserver.WithOneCommit()}})
+	}
+	for _, g := range servers {
+		addr, location := splitServe(g.value)
 		st, err := openStore(ctx, location, names)
 		if err != nil {
 			return err
 		}
-		var opts []testserver.Option
+		opts := g.opts
 		if st != nil {
 			closers = append(closers, st.Close)
 			opts = append(opts, testserver.WithStore(st))
@@ -147,7 +159,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		closers = append(closers, ref.Close)
-		endpoints = append(endpoints, endpoint{addr, "protected, " + redact(location), ref.Handler()})
+		endpoints = append(endpoints, endpoint{addr, g.what + ", " + redact(location), ref.Handler()})
 	}
 	return serve(ctx, endpoints)
 }
