@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -136,12 +138,13 @@ func (s *Store) CommitOnce(ctx context.Context, req server.OnceRequest, run serv
 	}
 	args[4] = req.Fingerprint // the claim's fifth argument is the fingerprint, not a token
 	b := &pgx.Batch{}
+	bound := "0" // PostgreSQL's "no limit"
 	if req.Timeout > 0 {
-		b.Queue(boundTransaction, timeoutSetting(req.Timeout))
+		bound = timeoutSetting(req.Timeout)
 	}
-	b.Queue(o.q.claimCompleted, args...)
+	b.Queue(o.q.claimCompleted, append(args, bound)...)
 	b.QueuedQueries = append(b.QueuedQueries, o.batch.QueuedQueries...)
-	err, closeErr := s.sendBounded(ctx, c, b)
+	err, closeErr := s.sendOnce(ctx, req, b)
 	err, closeErr = effectTimeout(ctx, c, err), effectTimeout(ctx, c, closeErr)
 	var pgErr *pgconn.PgError
 	switch {
@@ -178,4 +181,45 @@ func (o *OnceTx) commitTx(ctx context.Context, args []any) error {
 		return o.failed(ctx, err)
 	}
 	return nil
+}
+
+// sendOnce sends b, the claim and the effect, and returns the claim's
+// error and the rest's. Past req.Timeout it asks PostgreSQL to cancel
+// what the connection is doing (the claim waiting on a duplicate's
+// transaction included), so the implicit transaction rolls back; the
+// connection is then closed rather than reused. The claim itself sets
+// lock_timeout and statement_timeout for the statements after it, so no
+// statement of its own is spent on the bound.
+func (s *Store) sendOnce(ctx context.Context, req server.OnceRequest, b *pgx.Batch) (err, closeErr error) {
+	if req.Timeout <= 0 {
+		br := s.pool.SendBatch(ctx, b)
+		_, err = br.Exec()
+		return err, br.Close()
+	}
+	ctx, cancel := boundEffect(ctx, server.Completion{Timeout: req.Timeout})
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err, nil
+	}
+	var fired atomic.Bool
+	canceled := make(chan struct{})
+	timer := time.AfterFunc(req.Timeout, func() {
+		defer close(canceled)
+		fired.Store(true)
+		cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), effectAnswerGrace(req.Timeout))
+		defer stop()
+		_ = conn.Conn().PgConn().CancelRequest(cctx)
+	})
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	closeErr = br.Close()
+	if !timer.Stop() {
+		<-canceled
+	}
+	if fired.Load() {
+		_ = conn.Conn().Close(context.WithoutCancel(ctx))
+	}
+	conn.Release()
+	return err, closeErr
 }

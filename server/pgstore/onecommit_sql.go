@@ -11,8 +11,11 @@ type onceQueries struct {
 	// answer, or takes over a record Reserve would take over; when
 	// neither, it divides by zero (fencedState), which aborts the batch,
 	// effect included. Arguments: principal, method, route, key,
-	// fingerprint, then the answer's status, header, body, resource id
-	// and the retention in microseconds.
+	// fingerprint, then the answer's status, header, body, resource id,
+	// the retention in microseconds and the transaction's bound as a
+	// setting ("250ms"): lock_timeout and statement_timeout for the
+	// statements after it (set_config's local: until the transaction
+	// ends).
 	claimCompleted string
 	// claimReserved is the same claim as a reservation with token $6 and
 	// a lease of $7 microseconds, for a transaction the handler reads in
@@ -60,7 +63,8 @@ ON CONFLICT (principal, method, route, key) DO UPDATE SET
 	created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 %[2]s
 RETURNING 1)
-SELECT 1 / count(*) FROM claimed`, records, onceTakeover),
+SELECT 1 / count(*) FROM claimed,
+	(SELECT set_config('lock_timeout', $11, true), set_config('statement_timeout', $11, true)) AS bound`, records, onceTakeover),
 
 		claimReserved: fmt.Sprintf(`
 INSERT INTO %[1]s AS r (principal, method, route, key, fingerprint, state, token, lease_expires, created_at)

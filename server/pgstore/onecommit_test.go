@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -147,4 +150,48 @@ func TestWrapOneCommitRefusesAStoreThatCannot(t *testing.T) {
 	require.NoError(t, err)
 	_, err = idem.WrapOneCommit("/orders", http.NotFoundHandler())
 	assert.True(t, errors.Is(err, server.ErrOneCommitUnsupported), "%v", err)
+}
+
+// A request whose key is held by a transaction that does not end gives
+// up at the store timeout: 503, nothing written, and the key is then
+// free for its retry.
+func TestOneCommitIsBoundedByTheStoreTimeout(t *testing.T) {
+	t.Parallel()
+	store, pool, orders := openOnPool(t)
+	idem, err := server.New(store, server.WithAnonymous(), server.WithStoreTimeout(200*time.Millisecond),
+		server.WithLease(time.Second))
+	require.NoError(t, err)
+	api, err := idem.WrapOneCommit("/orders", orderHandler(orders, false))
+	require.NoError(t, err)
+
+	// The layer's principal for anonymous requests, as stored.
+	require.Equal(t, http.StatusCreated, post(api, "/orders", "k-probe", `{"sku":"a"}`).Code)
+	records := pgx.Identifier{store.Schema(), "idempotency_records"}.Sanitize()
+	var principal string
+	require.NoError(t, pool.QueryRow(t.Context(), "SELECT principal FROM "+records+" WHERE key = 'k-probe'").Scan(&principal))
+
+	// Another transaction holds the key's unique entry, uncommitted.
+	blocker, err := pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = blocker.Exec(t.Context(), "INSERT INTO "+records+
+		` (principal, method, route, key, fingerprint, state, token, lease_expires, created_at)
+		 VALUES ($1, 'POST', '/orders', 'k-held', 'fp', 'reserved', 't', now() + interval '1 hour', now())`, principal)
+	require.NoError(t, err)
+
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	go func() { answered <- post(api, "/orders", "k-held", `{"sku":"a"}`) }()
+	var rec *httptest.ResponseRecorder
+	select {
+	case rec = <-answered:
+	case <-time.After(30 * time.Second):
+		_ = blocker.Rollback(t.Context())
+		t.Fatal("the request waited on the held key past the store timeout")
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+	require.NoError(t, blocker.Rollback(t.Context()))
+	assert.Equal(t, 1, countOrders(t, pool, orders), "the probe's order alone")
+
+	rec = post(api, "/orders", "k-held", `{"sku":"a"}`)
+	assert.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	assert.Equal(t, 2, countOrders(t, pool, orders))
 }
