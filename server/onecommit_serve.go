@@ -92,6 +92,13 @@ func (m *Middleware) serveOnce(w http.ResponseWriter, r *http.Request, route str
 			}
 		case errors.Is(err, http.ErrAbortHandler):
 			panic(http.ErrAbortHandler)
+		case r.Context().Err() != nil:
+			// The client left: the transaction rolled back with its
+			// context, and a retry runs again.
+			log.Debug("client gone before the commit; nothing was committed", "err", err)
+			m.decided(r, decisionStoreUnavailable, key)
+			m.cfg.answers.StoreUnavailable(w)
+			return
 		default:
 			log.Warn("one-commit transaction failed; nothing was committed", "err", err)
 			m.decided(r, decisionStoreUnavailable, key)
