@@ -10,6 +10,9 @@
 //		-protected '127.0.0.1:18082,postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		-protected 127.0.0.1:18083,redis://127.0.0.1:6379/0
 //
+// -onecommit serves the reference server in one-commit mode on a
+// postgres:// store (testserver.WithOneCommit).
+//
 // A -protected, -unprotected or -plain value is an address, optionally
 // followed by a comma and the store: memory (the default), a postgres://
 // DSN (pgxpool settings such as pool_max_conns go in the DSN) or a
