@@ -173,3 +173,16 @@ func TestServe_OneCommitSurvivesSIGKILLWithOnePaymentPerKey(t *testing.T) {
 		assert.Equal(t, id, got, "key %s replays its payment", key)
 	}
 }
+
+// --one-commit without a Postgres store is refused before anything
+// listens.
+func TestServe_OneCommitNeedsPostgres(t *testing.T) {
+	t.Parallel()
+	root := newRootCommand(func(string) string { return "" })
+	root.SetArgs([]string{"serve", "--one-commit", "--addr", "127.0.0.1:0"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--one-commit needs a postgres:// --store")
+}
