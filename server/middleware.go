@@ -30,6 +30,10 @@ type Middleware struct {
 	store   Store
 	cfg     config
 	watcher KeyWatcher // the store's, if it is one (WithWaitForOriginal)
+	// once is the store as a OneCommitStore, if it is one (WrapOneCommit);
+	// rawStore the store as given, to name it when it is not.
+	once     OneCommitStore
+	rawStore Store
 }
 
 // New returns the idempotency layer over store. It needs a principal
@@ -55,7 +59,8 @@ func New(store Store, opts ...Option) (*Middleware, error) {
 	}
 	cfg.jsonTokens = JSONTokenLimit(cfg.maxBody)
 	watcher, _ := store.(KeyWatcher)
-	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg, watcher: watcher}, nil
+	once, _ := store.(OneCommitStore)
+	return &Middleware{store: cfg.tel.wrapStore(store), cfg: cfg, watcher: watcher, once: once, rawStore: store}, nil
 }
 
 // Lease returns how long a reservation is held before takeover.

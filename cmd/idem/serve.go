@@ -65,6 +65,7 @@ type serveFlags struct {
 	resetNext      int
 	handlerDelay   time.Duration
 	crashAfter     bool
+	oneCommit      bool
 }
 
 // newServeCommand returns `idem serve`: the reference server.
@@ -186,6 +187,8 @@ SIGINT or SIGTERM drains requests and exits.`,
 	fl.IntVar(&f.loseNext, "lose-next", 0, "execute the next N POST requests, then drop the connection without answering")
 	fl.IntVar(&f.resetNext, "reset-next", 0, "reset the connection of the next N POST requests before executing them")
 	fl.DurationVar(&f.handlerDelay, "handler-delay", 0, "hold every POST request this long after its key is reserved")
+	fl.BoolVar(&f.oneCommit, "one-commit", false,
+		"commit each payment's key, payment and answer as one transaction (postgres store only; docs/PROTOCOL.md, one-commit mode)")
 	fl.BoolVar(&f.crashAfter, "crash-after-commit", false,
 		"kill this process (SIGKILL) right after the next POST request commits its effect, before it answers")
 	return cmd
@@ -200,8 +203,10 @@ func (f serveFlags) validate() error {
 	if _, err := testserver.LookupDialect(f.dialect); err != nil {
 		errs = append(errs, fmt.Errorf("invalid --dialect %q: want one of %s", f.dialect, dialectList))
 	}
-	if _, err := parseStoreKind(f.store); err != nil {
+	if kind, err := parseStoreKind(f.store); err != nil {
 		errs = append(errs, err)
+	} else if f.oneCommit && kind != storePostgres {
+		errs = append(errs, fmt.Errorf("--one-commit needs a postgres:// --store: %w", server.ErrOneCommitUnsupported))
 	}
 	if f.storeTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--store-timeout must be positive, got %v", f.storeTimeout))
@@ -303,6 +308,9 @@ func runServe(ctx context.Context, stderr io.Writer, f serveFlags) error {
 	}
 	if f.principalKey != "" {
 		opts = append(opts, testserver.WithPrincipalKey([]byte(f.principalKey)))
+	}
+	if f.oneCommit {
+		opts = append(opts, testserver.WithOneCommit())
 	}
 	accounts, _ := parseAccounts(f.accounts) // validated
 	if accounts != nil {

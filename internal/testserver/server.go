@@ -72,6 +72,8 @@ type config struct {
 	// retentionSet and store5xxSet say the option was given, so the
 	// dialect's defaults do not override it.
 	retentionSet, store5xxSet bool
+	// oneCommit guards the payment routes in one-commit mode (WithOneCommit).
+	oneCommit bool
 }
 
 // Option configures New.
@@ -186,6 +188,9 @@ func New(opts ...Option) (*Server, error) {
 	if err := cfg.validate(errors.Join(dialectErr, accountsErr)); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkOneCommit(); err != nil {
+		return nil, err
+	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
@@ -297,7 +302,7 @@ func (s *Server) routes(cfg config, dialect Dialect) http.Handler {
 		server.WithMaxBody(cfg.maxBody), server.WithLogger(cfg.logger))
 	auth := s.accounts.authenticated
 	guard := func(route string, h http.HandlerFunc) http.Handler {
-		inner := auth(s.faults.outside(idem.Wrap(route, s.faults.inside(h)), cfg.logger))
+		inner := auth(s.faults.outside(wrapGuarded(idem, cfg.oneCommit, route, s.faults.inside(h)), cfg.logger))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.guarded.Add(1)
 			inner.ServeHTTP(w, r)

@@ -10,6 +10,9 @@
 //		-protected '127.0.0.1:18082,postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		-protected 127.0.0.1:18083,redis://127.0.0.1:6379/0
 //
+// -onecommit serves the reference server in one-commit mode on a
+// postgres:// store (testserver.WithOneCommit).
+//
 // A -protected, -unprotected or -plain value is an address, optionally
 // followed by a comma and the store: memory (the default), a postgres://
 // DSN (pgxpool settings such as pool_max_conns go in the DSN) or a
@@ -28,6 +31,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -88,9 +92,10 @@ type endpoint struct {
 
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("benchserver", flag.ContinueOnError)
-	var protected, unprotected, plain serveFlag
+	var protected, unprotected, plain, oneCommit serveFlag
 	fs.Var(&protected, "protected", "`addr[,store]` of a protected server; store is memory (default), postgres://… or redis://…; repeatable")
 	fs.Var(&unprotected, "unprotected", "`addr[,store]` of the unprotected handler on that store; repeatable")
+	fs.Var(&oneCommit, "onecommit", "`addr,postgres://…` of the reference server in one-commit mode on that store; repeatable")
 	fs.Var(&plain, "plain", "`addr[,store]` of a plain net/http JSON handler with the same checks and effect; repeatable")
 	names := storeNames{}
 	fs.StringVar(&names.schema, "schema", benchSchema, "Postgres schema of the shared stores")
@@ -98,7 +103,7 @@ func run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(protected)+len(unprotected)+len(plain) == 0 {
+	if len(protected)+len(unprotected)+len(plain)+len(oneCommit) == 0 {
 		protected = serveFlag{"127.0.0.1:18080"}
 		unprotected = serveFlag{"127.0.0.1:18081"}
 	}
@@ -131,13 +136,26 @@ func run(ctx context.Context, args []string) error {
 	if err := bare(plain, "plain", plainPaymentsHandler); err != nil {
 		return err
 	}
+	type guarded struct {
+		value, what string
+		opts        []testserver.Option
+	}
+	var servers []guarded
 	for _, p := range protected {
-		addr, location := splitServe(p)
+		servers = append(servers, guarded{p, "protected", nil})
+	}
+	for _, p := range oneCommit {
+		// Its failures go to stderr: a 503 under load says why.
+		warn := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		servers = append(servers, guarded{p, "onecommit", []testserver.Option{testserver.WithOneCommit(), testserver.WithServerLogger(warn)}})
+	}
+	for _, g := range servers {
+		addr, location := splitServe(g.value)
 		st, err := openStore(ctx, location, names)
 		if err != nil {
 			return err
 		}
-		var opts []testserver.Option
+		opts := g.opts
 		if st != nil {
 			closers = append(closers, st.Close)
 			opts = append(opts, testserver.WithStore(st))
@@ -147,7 +165,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		closers = append(closers, ref.Close)
-		endpoints = append(endpoints, endpoint{addr, "protected, " + redact(location), ref.Handler()})
+		endpoints = append(endpoints, endpoint{addr, g.what + ", " + redact(location), ref.Handler()})
 	}
 	return serve(ctx, endpoints)
 }

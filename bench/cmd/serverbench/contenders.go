@@ -57,6 +57,7 @@ func plan(cfg config) (contenders []*contender, skipped []string) {
 		if s == "memory" {
 			kinds = append([]string{kindPlain}, kinds...)
 		}
+		kinds = append(kinds, extraKinds(s)...)
 		for _, k := range kinds {
 			contenders = append(contenders, &contender{kind: k, store: s, location: location})
 		}

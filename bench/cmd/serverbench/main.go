@@ -7,7 +7,9 @@
 //   - memory: a plain net/http JSON handler (same checks, same store),
 //     the reference payment handler without the layer (unprotected), and
 //     the whole reference server (protected);
-//   - postgres and redis: unprotected and protected on that store.
+//   - postgres and redis: unprotected and protected on that store;
+//     postgres also the reference server in one-commit mode (onecommit:
+//     the key, the payment and the answer in one transaction).
 //
 // It prints requests/s and the server process's CPU per request (medians
 // and ranges over the rounds), each protected / unprotected ratio on the

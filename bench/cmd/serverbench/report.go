@@ -90,6 +90,7 @@ func report(out io.Writer, cfg config, cs []*contender, results [][]round, load0
 				spreadOf(perRound(results[p], results[pb], cpuDiff)).format("%+.1f"))
 		}
 	}
+	reportOneCommit(out, cfg, cs, results)
 	if u, pl := find(cs, kindUnprotected, "memory", false), find(cs, kindPlain, "memory", false); u >= 0 && pl >= 0 {
 		fmt.Fprintf(out, "| unprotected reference handler / plain net/http handler, memory | %s | %s |\n",
 			spreadOf(perRound(results[u], results[pl], throughput)).format("%.2f"),

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemkit/idem/internal/testserver"
+	"github.com/idemkit/idem/server/pgstore"
 )
 
 // uniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
@@ -55,9 +56,16 @@ func (s *Store) CreateOperation(ctx context.Context, op testserver.Operation, c 
 // record row, so a concurrent takeover waits for this commit or fences
 // it, and a fenced completion aborts the insert with it. Without a
 // completion the insert is a statement of its own, committed alone, as
-// a handler without the idempotency layer would write it.
+// a handler without the idempotency layer would write it, unless ctx
+// carries a one-commit transaction (pgstore.OnceFrom), which it joins.
 func (s *Store) withCompletion(ctx context.Context, c *testserver.Completion, query string, args ...any) error {
 	if c == nil {
+		if once, ok := pgstore.OnceFrom(ctx); ok {
+			// One-commit mode: the statement commits with the key's
+			// record and answer once the handler has answered.
+			once.Queue(query, args...)
+			return nil
+		}
 		_, err := s.pool.Exec(ctx, query, args...)
 		return err
 	}
