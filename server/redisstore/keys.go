@@ -43,11 +43,10 @@ func newKeys(prefix string) keys {
 // (scope, key): the record, then its group's expiry index.
 func (k keys) recordKeys(scope server.Scope, key string) []string {
 	g := groupOf(scope.Principal)
-	start, index := k.group(g), k.expiriesOf(g)
-	if k.groups != nil {
-		start, index = k.groups[g], k.indexes[g]
+	if k.groups == nil {
+		return []string{recordName(k.group(g), scope, key), k.expiriesOf(g)}
 	}
-	return []string{recordName(start, scope, key), index}
+	return []string{recordName(k.groups[g], scope, key), k.indexes[g]}
 }
 
 // groupOf returns the group of principal's keys.

@@ -160,7 +160,9 @@ func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprin
 	var rec *server.Record
 	switch reply := reply.(type) {
 	case int64:
-		s.logger.Debug("redisstore: key reserved", "key_hash", server.KeyHash(key))
+		if s.logger.Enabled(ctx, slog.LevelDebug) { // the key's hash is an HMAC: only for a reader
+			s.logger.Debug("redisstore: key reserved", "key_hash", server.KeyHash(key))
+		}
 		return &server.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
 	case string:
 		rec, err = parseStringRecord(scope, key, reply)
