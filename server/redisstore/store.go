@@ -211,7 +211,7 @@ func (s *Store) Release(ctx context.Context, r server.Reservation) error {
 // Sweep implements server.Store, working through the expiry index of one
 // key group (KeyGroups) after another. Redis itself drops a completed record
 // when its retention ends and a reservation when its lease plus the grace
-// has passed (PEXPIREAT), so the memory comes back without Sweep; what
+// has passed (the key's expiry, PXAT), so the memory comes back without Sweep; what
 // Sweep does is work through the expiry index, removing up to limit
 // entries that are due and deleting any such record Redis has not dropped
 // yet. It returns how many due records left the store, counting those
