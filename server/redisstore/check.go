@@ -34,7 +34,7 @@ type configAssessment struct {
 	refusals, warnings []string
 }
 
-// assessConfig judges c. Every record carries a TTL (PEXPIREAT), so the
+// assessConfig judges c. Every record carries a TTL (PXAT), so the
 // volatile-* policies evict records as readily as the allkeys-* ones:
 // only noeviction keeps them. With no maxmemory the policy is idle, but
 // setting one at run time would arm it, so it is still worth a warning.
@@ -137,6 +137,9 @@ func checkServers(ctx context.Context, client redis.UniversalClient, allowVolati
 // managed services do) is logged as unchecked, not refused: the operator
 // has to vouch for it.
 func checkServer(ctx context.Context, client redis.Cmdable, addr string, allowVolatile bool, logger *slog.Logger) error {
+	if err := checkVersion(ctx, client, addr, logger); err != nil {
+		return err
+	}
 	c, err := readServerConfig(ctx, client)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -4,23 +4,42 @@
 //
 // # How it works
 //
-// Every operation is one Lua script, which Redis runs atomically:
+// Every operation is one Lua script, which Redis runs atomically, and a
+// record is one Redis string written by one SET … PXAT: its state, lease
+// or expiry, creation time, token and fingerprint in a short head the
+// scripts read, then the response in a length-prefixed form only Go
+// reads (record.go). A request costs two scripts, the reservation and
+// the completion, of four Redis commands each:
 //
-//   - Reserve creates the record only if it is absent, or takes over a
-//     reservation whose lease has run out (same fingerprint only) — the
-//     SET NX PX pattern, with the takeover folded into the same step.
+//   - Reserve is SET NX PXAT GET, which creates the reservation if the
+//     key is absent and otherwise returns the record, so a replay needs
+//     no second read; it takes over a reservation whose lease has run
+//     out (same fingerprint only) in the same script.
 //   - Complete, Release and CommitEffect first compare the caller's
-//     fencing token with the record's; on a mismatch nothing is written
-//     and the call returns server.ErrFenced.
+//     fencing token with the record's (one GET); on a mismatch nothing
+//     is written and the call returns server.ErrFenced.
 //   - Leases are compared against the Redis server's clock (TIME inside
 //     the script), never the replicas' clocks.
-//   - Retention is a key expiry (PEXPIREAT) set when a record completes:
+//   - Retention is the key's expiry (PXAT) set when a record completes:
 //     Redis frees an expired record itself, sweep or no sweep. Completing
 //     also indexes the record by its expiry in one sorted set, which Sweep
 //     works through in batches so it can report what left the store and
 //     keep the index small. A reservation carries an expiry, and an
 //     index entry, at the end of its lease plus WithReservationGrace, so
 //     one abandoned by a crashed owner leaves the store then.
+//
+// Records written by earlier versions, which kept a record as a hash, are
+// still read, replayed, completed, released and swept; each is rewritten
+// as a string when it is next written, so a store upgraded in place keeps
+// its keys. A replica of an earlier version cannot read the string form:
+// it fails such a request (503) rather than run it twice, so finish an
+// upgrade before relying on the old replicas again.
+//
+// # Redis version
+//
+// The store needs Redis 7.0 or later (or a server compatible with it,
+// such as Valkey): SET's PXAT option came in 6.2, and NX together with GET
+// in 7.0. Open refuses an older server with ErrUnsupportedServer.
 //
 // Redis does not roll back a script that fails halfway. Every check runs
 // before the first write, so only a write refused mid-script (out of

@@ -30,11 +30,12 @@ func NewEffect(check, write string) *Effect {
 	funcs := "\nlocal function check()\n" + check + "\nend\nlocal function write()\n" + write + "\nend\n"
 	return &Effect{
 		withCompletion: newScript(luaPrelude + funcs + `
-local rec, n = KEYS[#KEYS - 1], #ARGV - 6
-if not owns(rec, ARGV[n + 1]) then return 'fenced' end
+local rec, n = KEYS[#KEYS - 1], #ARGV - 3
+local created, fp = owner(rec, ARGV[n + 1])
+if not created then return 'fenced' end
 local refused = check()
 if refused then return refused end
-complete(rec, n + 2)
+complete(rec, created, fp, n + 2)
 write()
 return 'ok'`),
 		alone: newScript(funcs + `
@@ -59,7 +60,7 @@ func (s *Store) CommitEffect(ctx context.Context, e *Effect, c *server.Completio
 			return err
 		}
 		sc = e.withCompletion
-		keys = append(keys[:len(keys):len(keys)], s.keys.record(c.Reservation.Scope, c.Reservation.Key), s.keys.expiries(c.Reservation.Scope.Principal))
+		keys = append(keys[:len(keys):len(keys)], s.keys.recordKeys(c.Reservation.Scope, c.Reservation.Key)...)
 		args = append(args[:len(args):len(args)], cargs...) // the token, then the completion
 	}
 	answer, err := sc.run(ctx, s.client, keys, args...).Text()

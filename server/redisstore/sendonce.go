@@ -22,7 +22,7 @@ func newScript(src string) script {
 // node of keys[0]'s slot.
 func (s script) run(ctx context.Context, c redis.UniversalClient, keys []string, args ...any) *redis.Cmd {
 	cmd := sendOnce(ctx, c, "evalsha", s.hash, keys, args)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") { // the script did not run
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // the script did not run
 		cmd = sendOnce(ctx, c, "eval", s.src, keys, args)
 	}
 	return cmd

@@ -23,7 +23,7 @@ type Store struct {
 	ownsClient bool
 	keys       keys
 	scripts    scripts
-	grace      time.Duration
+	graceMS    string // the reservation grace in ms, as the script takes it
 	logger     *slog.Logger
 	// sweepCursor is the key group the next Sweep starts at.
 	sweepCursor atomic.Uint32
@@ -126,9 +126,9 @@ func newStore(ctx context.Context, client redis.UniversalClient, cfg config) (*S
 	}
 	return &Store{
 		client:  client,
-		keys:    keys{prefix: cfg.prefix},
+		keys:    newKeys(cfg.prefix),
 		scripts: newScripts(),
-		grace:   cfg.grace,
+		graceMS: strconv.FormatInt(cfg.grace.Milliseconds(), 10),
 		logger:  cfg.logger,
 	}, nil
 }
@@ -151,20 +151,26 @@ func (s *Store) Reserve(ctx context.Context, scope server.Scope, key, fingerprin
 		return nil, nil, fmt.Errorf("redisstore: lease must be at least 1ms, got %v", lease)
 	}
 	token := rand.Text()
-	reply, err := s.scripts.reserve.run(ctx, s.client, []string{s.keys.record(scope, key), s.keys.expiries(scope.Principal)},
-		token, lease.Milliseconds(), fingerprint, s.grace.Milliseconds(),
-	).Slice()
+	reply, err := s.scripts.reserve.run(ctx, s.client, s.keys.recordKeys(scope, key),
+		token, lease.Milliseconds(), fingerprint, s.graceMS,
+	).Result()
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
 	}
-	if len(reply) == 1 && reply[0] == "reserved" {
-		s.logger.Debug("redisstore: key reserved", "key_hash", server.KeyHash(key))
+	var rec *server.Record
+	switch reply := reply.(type) {
+	case int64:
+		if s.logger.Enabled(ctx, slog.LevelDebug) { // the key's hash is an HMAC: only for a reader
+			s.logger.Debug("redisstore: key reserved", "key_hash", server.KeyHash(key))
+		}
 		return &server.Reservation{Scope: scope, Key: key, Fingerprint: fingerprint, Token: token}, nil, nil
+	case string:
+		rec, err = parseStringRecord(scope, key, reply)
+	case []any:
+		rec, err = parseHashRecord(scope, key, reply)
+	default:
+		err = fmt.Errorf("unexpected reply %v", reply)
 	}
-	if len(reply) == 0 || reply[0] != "existing" {
-		return nil, nil, fmt.Errorf("redisstore: reserve: unexpected reply %v", reply)
-	}
-	rec, err := parseRecord(scope, key, reply[1:])
 	if err != nil {
 		return nil, nil, fmt.Errorf("redisstore: reserve: %w", err)
 	}
@@ -178,7 +184,7 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	r := c.Reservation
-	owned, err := s.scripts.complete.run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, args...).Int64()
+	owned, err := s.scripts.complete.run(ctx, s.client, s.keys.recordKeys(r.Scope, r.Key), args...).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
@@ -191,7 +197,7 @@ func (s *Store) Complete(ctx context.Context, c server.Completion) error {
 
 // Release implements server.Store.
 func (s *Store) Release(ctx context.Context, r server.Reservation) error {
-	owned, err := s.scripts.release.run(ctx, s.client, []string{s.keys.record(r.Scope, r.Key), s.keys.expiries(r.Scope.Principal)}, r.Token).Int64()
+	owned, err := s.scripts.release.run(ctx, s.client, s.keys.recordKeys(r.Scope, r.Key), r.Token).Int64()
 	if err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
@@ -205,7 +211,7 @@ func (s *Store) Release(ctx context.Context, r server.Reservation) error {
 // Sweep implements server.Store, working through the expiry index of one
 // key group (KeyGroups) after another. Redis itself drops a completed record
 // when its retention ends and a reservation when its lease plus the grace
-// has passed (PEXPIREAT), so the memory comes back without Sweep; what
+// has passed (the key's expiry, PXAT), so the memory comes back without Sweep; what
 // Sweep does is work through the expiry index, removing up to limit
 // entries that are due and deleting any such record Redis has not dropped
 // yet. It returns how many due records left the store, counting those
@@ -218,76 +224,12 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 	return s.sweepGroups(ctx, limit)
 }
 
-// completionArgs returns the script arguments of c: its token, then
-// status, encoded header, body, resource id and retention in milliseconds.
+// completionArgs returns the script arguments of c: its token, the
+// encoded response (encodeResponse) and the retention in milliseconds.
 func completionArgs(c server.Completion) ([]any, error) {
 	// Expiries are Unix milliseconds in Redis.
 	if err := server.ValidateCompletion(c, time.Millisecond); err != nil {
 		return nil, err
 	}
-	header, err := server.EncodeHeader(c.Response.Header)
-	if err != nil {
-		return nil, err
-	}
-	return []any{
-		c.Reservation.Token, c.Response.Status, header, c.Response.Body,
-		c.Response.ResourceID, c.Retention.Milliseconds(),
-	}, nil
-}
-
-// parseRecord builds a record from an HGETALL reply.
-func parseRecord(scope server.Scope, key string, flat []any) (*server.Record, error) {
-	f := make(map[string]string, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
-		name, _ := flat[i].(string)
-		value, _ := flat[i+1].(string)
-		f[name] = value
-	}
-	rec := &server.Record{
-		Scope:       scope,
-		Key:         key,
-		Fingerprint: f["fp"],
-		State:       server.RecordState(f["state"]),
-		Token:       f["token"],
-	}
-	var err error
-	if rec.LeaseExpires, err = millis(f["lease"]); err != nil {
-		return nil, fmt.Errorf("stored lease: %w", err)
-	}
-	if rec.CreatedAt, err = millis(f["created"]); err != nil {
-		return nil, fmt.Errorf("stored creation time: %w", err)
-	}
-	if rec.ExpiresAt, err = millis(f["expires"]); err != nil {
-		return nil, fmt.Errorf("stored expiry: %w", err)
-	}
-	if rec.State == server.StateCompleted {
-		if rec.Response, err = parseResponse(f); err != nil {
-			return nil, err
-		}
-	}
-	return rec, nil
-}
-
-func parseResponse(f map[string]string) (*server.Response, error) {
-	status, err := strconv.Atoi(f["status"])
-	if err != nil {
-		return nil, fmt.Errorf("stored status: %w", err)
-	}
-	resp := &server.Response{Status: status, Body: []byte(f["body"]), ResourceID: f["rid"]}
-	if resp.Header, err = server.DecodeHeader([]byte(f["header"])); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// millis parses Unix milliseconds; an absent field is the zero time.
-func millis(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return time.UnixMilli(ms), nil
+	return []any{c.Reservation.Token, encodeResponse(c.Response), c.Retention.Milliseconds()}, nil
 }

@@ -31,8 +31,8 @@ func TestContract(t *testing.T) {
 }
 
 // A script that fails on its checks writes nothing: with the record key
-// corrupted (a string where a hash belongs), the payment is refused and
-// no payment appears.
+// corrupted (a set where a record's string, or an earlier version's hash,
+// belongs), the payment is refused and no payment appears.
 func TestFailedEffectScriptWritesNothing(t *testing.T) {
 	t.Parallel()
 	url := testenv.RedisURL(t)
@@ -44,7 +44,9 @@ func TestFailedEffectScriptWritesNothing(t *testing.T) {
 	res, _, err := s.Reserve(ctx, scope, "k", "fp", time.Minute)
 	require.NoError(t, err)
 	recordKey := s.RecordKey(scope, "k")
-	require.NoError(t, rawClient(t, url).Set(ctx, recordKey, "corrupt", time.Minute).Err())
+	raw := rawClient(t, url)
+	require.NoError(t, raw.Del(ctx, recordKey).Err())
+	require.NoError(t, raw.SAdd(ctx, recordKey, "corrupt").Err())
 
 	p := storetest.NewPayment(scope.Principal)
 	err = s.CreatePayment(ctx, p, &testserver.Completion{Reservation: *res, Response: storetest.JSONResponse("{}"), Retention: time.Hour})
