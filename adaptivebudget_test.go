@@ -215,7 +215,9 @@ func TestAdaptiveBudgetConcurrentUse(t *testing.T) {
 	granted := 0
 	var wg sync.WaitGroup
 	for w := range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range 500 {
 				now := at(time.Duration(i) * ms)
 				if (i+w)%4 == 0 {
@@ -228,7 +230,7 @@ func TestAdaptiveBudgetConcurrentUse(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	st := b.State(at(500 * ms))

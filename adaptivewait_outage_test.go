@@ -61,7 +61,11 @@ func TestAdaptiveBudgetThroughAnOutageAndBack(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, callers)
 	for i := range callers {
-		wg.Go(func() { errs[i] = call(i) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = call(i)
+		}()
 	}
 	wg.Wait()
 	outage := time.Since(start)
@@ -76,7 +80,11 @@ func TestAdaptiveBudgetThroughAnOutageAndBack(t *testing.T) {
 
 	srv.down.Store(false)
 	for i := range callers {
-		wg.Go(func() { errs[i] = call(callers + i) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = call(callers + i)
+		}()
 	}
 	wg.Wait()
 	for i, err := range errs {

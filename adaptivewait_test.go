@@ -177,7 +177,9 @@ func TestAcquireConcurrentUseGrantsOnlyWhatWasPaid(t *testing.T) {
 	var granted, refused atomic.Int64
 	var wg sync.WaitGroup
 	for range retries {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			switch err := b.acquire(context.Background(), time.Now); {
 			case err == nil:
 				granted.Add(1)
@@ -186,7 +188,7 @@ func TestAcquireConcurrentUseGrantsOnlyWhatWasPaid(t *testing.T) {
 			default:
 				t.Errorf("acquire: %v", err)
 			}
-		})
+		}()
 	}
 	for range accepts - 1 {
 		b.Accepted(time.Now())

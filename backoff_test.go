@@ -237,7 +237,9 @@ func TestBackoffConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, b := range policies {
 		for range 4 {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				for n := range 500 {
 					w := b(n % 20)
 					if w < 0 || w > DefaultBackoffCap {
@@ -245,7 +247,7 @@ func TestBackoffConcurrentUse(t *testing.T) {
 						return
 					}
 				}
-			})
+			}()
 		}
 	}
 	wg.Wait()

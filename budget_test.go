@@ -112,13 +112,15 @@ func TestBudgetConcurrentRetriesNeverOverspend(t *testing.T) {
 	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for range 100 {
 				if b.TryRetry() {
 					granted.Add(1)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	assert.EqualValues(t, DefaultBudgetCapacity, granted.Load())
@@ -131,7 +133,9 @@ func TestBudgetConcurrentRetriesAndSuccesses(t *testing.T) {
 	var granted, successes atomic.Int64
 	var wg sync.WaitGroup
 	for w := range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range 2000 {
 				if (i+w)%3 == 0 {
 					b.Success()
@@ -144,7 +148,7 @@ func TestBudgetConcurrentRetriesAndSuccesses(t *testing.T) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	// Every grant was paid for: what was there at the start plus what the

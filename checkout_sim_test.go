@@ -145,19 +145,23 @@ func TestCheckoutSimulator_DuplicateInProgressWaits(t *testing.T) {
 	var wg sync.WaitGroup
 	var errA, errB error
 	var bodyA, bodyB string
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		resp, err := a.Do(context.Background(), in)
 		if errA = err; err == nil {
 			bodyA = readBody(t, resp)
 		}
-	})
-	wg.Go(func() {
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		time.Sleep(50 * time.Millisecond) // let the original start
 		resp, err := b.Do(context.Background(), twin)
 		if errB = err; err == nil {
 			bodyB = readBody(t, resp)
 		}
-	})
+	}()
 	wg.Wait()
 	require.NoError(t, errA)
 	require.NoError(t, errB)

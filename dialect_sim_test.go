@@ -91,11 +91,17 @@ func TestDialectsAgainstTheirSimulators(t *testing.T) {
 					twin, err := b.Resume(context.Background(), in.Key)
 					require.NoError(t, err)
 					results[i] = [2]*Intent{in, twin}
-					wg.Go(func() { _, errs[i][0] = a.Do(context.Background(), in) })
-					wg.Go(func() {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						_, errs[i][0] = a.Do(context.Background(), in)
+					}()
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
 						time.Sleep(20 * time.Millisecond) // let the original start
 						_, errs[i][1] = b.Do(context.Background(), twin)
-					})
+					}()
 				}
 				wg.Wait()
 				for i := range n {

@@ -242,13 +242,15 @@ func TestDoConcurrentSendsOnce(t *testing.T) {
 	statuses := make([]int, callers)
 	errs := make([]error, callers)
 	for i := range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			resp, err := c.Do(context.Background(), in)
 			errs[i] = err
 			if resp != nil {
 				statuses[i] = resp.StatusCode
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	for i := range callers {

@@ -30,7 +30,11 @@ func newClosingServer(t *testing.T) *closingServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := &closingServer{ln: ln}
-	s.wg.Go(s.accept)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.accept()
+	}()
 	t.Cleanup(func() {
 		_ = ln.Close()
 		s.wg.Wait()
@@ -46,7 +50,11 @@ func (s *closingServer) accept() {
 		if err != nil {
 			return
 		}
-		s.wg.Go(func() { s.serve(conn) })
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serve(conn)
+		}()
 	}
 }
 

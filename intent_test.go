@@ -139,12 +139,14 @@ func TestBeginConcurrentNamedGivesOneKey(t *testing.T) {
 	keys := make([]string, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			in, err := c.Begin(context.Background(), "shared", paymentRequest(t, "https://api.example.com", 1, "x"))
 			if assert.NoError(t, err) {
 				keys[i] = in.Key
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	for _, k := range keys {

@@ -33,7 +33,11 @@ func TestSlowEffectsBehindAForeignConflictAllSucceed(t *testing.T) {
 			errs := make([]error, len(intents))
 			for i := range intents {
 				intents[i] = begin(t, c, fmt.Sprintf("slow/%d", i), paymentRequest(t, srv.URL, 100+i, fmt.Sprintf("slow-%d", i)))
-				wg.Go(func() { _, errs[i] = c.Do(context.Background(), intents[i]) })
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = c.Do(context.Background(), intents[i])
+				}()
 			}
 			wg.Wait()
 			for i, in := range intents {

@@ -97,9 +97,17 @@ func TestShopifyDialectAgainstItsSimulator(t *testing.T) {
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var errA, errB error
-		wg.Go(func() { _, errA = a.Do(context.Background(), in) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errA = a.Do(context.Background(), in)
+		}()
 		require.Eventually(t, func() bool { return srv.Holding() == 1 }, 5*time.Second, 5*time.Millisecond)
-		wg.Go(func() { _, errB = b.Do(context.Background(), twin) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errB = b.Do(context.Background(), twin)
+		}()
 		wg.Wait()
 		require.NoError(t, errA)
 		require.NoError(t, errB)

@@ -57,13 +57,15 @@ func TestStripeSimulator_InProgressDuplicateIsRetried(t *testing.T) {
 
 	var wg sync.WaitGroup
 	var firstErr error
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		resp, err := a.Do(context.Background(), in)
 		if err == nil {
 			resp.Body.Close()
 		}
 		firstErr = err
-	})
+	}()
 	// Send the twin once the original holds the key.
 	require.Eventually(t, func() bool { return srv.Holding() == 1 }, 5*time.Second, 5*time.Millisecond)
 	resp, err := b.Do(context.Background(), twin)

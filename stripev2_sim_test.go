@@ -103,13 +103,15 @@ func TestStripeV2Simulator_InProgressDuplicateIsRetried(t *testing.T) {
 
 	var wg sync.WaitGroup
 	var firstErr error
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		resp, err := a.Do(context.Background(), in)
 		if err == nil {
 			resp.Body.Close()
 		}
 		firstErr = err
-	})
+	}()
 	require.Eventually(t, func() bool { return srv.Holding() == 1 }, 5*time.Second, 5*time.Millisecond)
 	resp, err := b.Do(context.Background(), twin)
 	wg.Wait()

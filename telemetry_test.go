@@ -123,7 +123,7 @@ func everyAttributeValue(spans []sdktrace.ReadOnlySpan, rm metricdata.ResourceMe
 	var out []string
 	add := func(kvs []attribute.KeyValue) {
 		for _, kv := range kvs {
-			out = append(out, kv.Value.String())
+			out = append(out, kv.Value.Emit())
 		}
 	}
 	for _, s := range spans {

@@ -183,7 +183,9 @@ func beginPhase(b *testing.B, c *idem.Client, callers int, d time.Duration) (int
 	start := time.Now()
 	deadline := start.Add(d)
 	for range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for time.Now().Before(deadline) {
 				if _, err := c.Begin(ctx, "", beginRequest(b)); err != nil {
 					b.Error(err)
@@ -191,7 +193,7 @@ func beginPhase(b *testing.B, c *idem.Client, callers int, d time.Duration) (int
 				}
 				n.Add(1)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	return int(n.Load()), time.Since(start)
@@ -205,14 +207,16 @@ func benchConcurrentBegin(b *testing.B, c *idem.Client, callers int) {
 	b.ResetTimer()
 	start := time.Now()
 	for range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
 				if _, err := c.Begin(ctx, "", beginRequest(b)); err != nil {
 					b.Error(err)
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "begins/s")

@@ -35,7 +35,9 @@ func BenchmarkBeginLatency(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range 64 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			var mine []time.Duration
 			for next.Add(1) <= int64(b.N) {
 				t0 := time.Now()
@@ -48,7 +50,7 @@ func BenchmarkBeginLatency(b *testing.B) {
 			mu.Lock()
 			waits = append(waits, mine...)
 			mu.Unlock()
-		})
+		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)

@@ -68,7 +68,9 @@ func RunLoad(ctx context.Context, hc *http.Client, url string, cfg LoadConfig) (
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range cfg.Conns {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for ctx.Err() == nil {
 				err := postPayment(ctx, hc, url)
 				switch {
@@ -80,7 +82,7 @@ func RunLoad(ctx context.Context, hc *http.Client, url string, cfg LoadConfig) (
 					fail(err)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	res := LoadResult{OK: int(ok.Load()), Failed: int(failed.Load()), Elapsed: time.Since(start)}

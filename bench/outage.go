@@ -168,11 +168,13 @@ func RunOutage(ctx context.Context, cfg OutageConfig, cl OutageClient) (OutageRe
 			}
 		}
 		url := fmt.Sprintf("%s/v1/payments?call=%d", srv.URL, i)
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if err := cl.Call(ctx, url, []byte(`{"amount":1000,"currency":"EUR"}`)); err != nil {
 				errs <- err
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

@@ -70,13 +70,15 @@ func RunStorm(ctx context.Context, cfg StormConfig, c StormContender) (StormResu
 	var wg sync.WaitGroup
 	for i := range cfg.Callers {
 		u := fmt.Sprintf("%s%s?caller=%d", cfg.URL, ShedPath, i)
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-release
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			failed[i] = !call(cctx, u)
 			ends[i] = time.Since(start)
-		})
+		}()
 	}
 	start = time.Now()
 	close(release)

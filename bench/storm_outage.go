@@ -87,11 +87,13 @@ func RunStormOutage(ctx context.Context, cfg StormOutageConfig, c StormContender
 			}
 		}
 		u := fmt.Sprintf("%s%s?caller=%d", cfg.URL, DownPath, i)
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			call(cctx, u)
-		})
+		}()
 	}
 	wg.Wait()
 

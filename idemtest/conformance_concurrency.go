@@ -195,7 +195,9 @@ func (r *conformanceRun) burst(ctx context.Context, o outgoing, n int) ([]exchan
 	)
 	gate := newBurstGate(n)
 	for range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			e, err := r.send(ctx, o, gate)
 			mu.Lock()
 			defer mu.Unlock()
@@ -207,7 +209,7 @@ func (r *conformanceRun) burst(ctx context.Context, o outgoing, n int) ([]exchan
 				e.sent = opened // time waiting at the gate is not the server's
 			}
 			answers = append(answers, e)
-		})
+		}()
 	}
 	gate.release(ctx, n)
 	wg.Wait()

@@ -111,7 +111,9 @@ func benchConcurrentCreate(b *testing.B, s keystore.Store, callers int) {
 	b.ResetTimer()
 	start := time.Now()
 	for range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(b.N) {
@@ -122,7 +124,7 @@ func benchConcurrentCreate(b *testing.B, s keystore.Store, callers int) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")

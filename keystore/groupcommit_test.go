@@ -92,18 +92,22 @@ func TestCommitterFoldsQueuedWritesIntoOneCommit(t *testing.T) {
 	outcomes := make([]outcome, len(writes)+1)
 	var wg sync.WaitGroup
 	for i, r := range writes {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			rec, created, err := b.Create(ctx, r)
 			if rec != nil {
 				outcomes[i] = outcome{rec.Key, created, err}
 			} else {
 				outcomes[i] = outcome{"", created, err}
 			}
-		})
+		}()
 	}
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		outcomes[len(writes)] = outcome{err: b.Update(ctx, testRecord("missing", ""))}
-	})
+	}()
 	waitQueued(t, b.writes, len(writes)+1)
 	release()
 	wg.Wait()
@@ -225,11 +229,13 @@ func TestCommitterGathersTheWritersOfABigBatch(t *testing.T) {
 	before := c.commits.Load()
 	var wg sync.WaitGroup
 	create := func(key string) {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			_, created, err := b.Create(ctx, testRecord(key, ""))
 			assert.NoError(t, err)
 			assert.True(t, created)
-		})
+		}()
 	}
 	create("first-0")
 	create("first-1")

@@ -499,10 +499,12 @@ func TestConcurrentSameKeyRunsTheHandlerOnce(t *testing.T) {
 	answers := make([]*httptest.ResponseRecorder, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-start
 			answers[i] = serve(wrapped, post("key-1", paymentBody))
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()

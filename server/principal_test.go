@@ -68,7 +68,9 @@ func TestBearerPrincipalMatchesAFreshHMACConcurrently(t *testing.T) {
 	principal := server.BearerPrincipal(secret)
 	var wg sync.WaitGroup
 	for g := range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range 200 {
 				token := fmt.Sprintf("tok-%d-%d-%s", g, i, strings.Repeat("x", i%70))
 				r := httptest.NewRequest(http.MethodPost, "/", nil)
@@ -81,7 +83,7 @@ func TestBearerPrincipalMatchesAFreshHMACConcurrently(t *testing.T) {
 				mac.Write([]byte(token))
 				assert.Equal(t, "bearer:"+hex.EncodeToString(mac.Sum(nil)), got)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 }

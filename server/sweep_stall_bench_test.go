@@ -35,7 +35,9 @@ func BenchmarkSweepStall(b *testing.B) {
 	sweepCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	sweeps := 0
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		for sweepCtx.Err() == nil {
 			if _, err := s.Sweep(sweepCtx, server.DefaultSweepBatch); err != nil && sweepCtx.Err() == nil {
 				b.Error(err)
@@ -43,7 +45,7 @@ func BenchmarkSweepStall(b *testing.B) {
 			}
 			sweeps++
 		}
-	})
+	}()
 	scope := server.Scope{Principal: "other", Method: memScope.Method, Route: memScope.Route}
 	var waits []time.Duration
 	i := 0

@@ -48,7 +48,11 @@ func runDuplicates(h http.Handler, key string, n int) <-chan []*httptest.Respons
 		answers := make([]*httptest.ResponseRecorder, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { answers[i] = serve(h, post(key, paymentBody)) })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i] = serve(h, post(key, paymentBody))
+			}()
 		}
 		wg.Wait()
 		out <- answers

@@ -36,13 +36,15 @@ func TestProgressBarEndsAtHundredPercent(t *testing.T) {
 			rep := newReporter(&stdout, &stderr, total, true)
 			var wg sync.WaitGroup
 			for i := range total {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					o := outcome{key: fmt.Sprintf("k-%d", i), state: keystore.Succeeded, status: 201}
 					if i == 0 {
 						o.state, o.err = keystore.Pending, errors.New("gave up")
 					}
 					rep.done(o)
-				})
+				}()
 			}
 			wg.Wait()
 			rep.finish()

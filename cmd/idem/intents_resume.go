@@ -280,12 +280,14 @@ func settleAll(ctx context.Context, client *idem.Client, intents []*idem.Intent,
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(f.concurrency, len(intents)) {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range next {
 				results[i] = markRefused(settleOne(ctx, client, intents[i], f.timeout), withheld(intents[i]))
 				rep.done(results[i])
 			}
-		})
+		}()
 	}
 	for i := range intents {
 		next <- i

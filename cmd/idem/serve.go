@@ -401,12 +401,14 @@ func drain(servers []*http.Server, timeout time.Duration, logger *slog.Logger) e
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			if err := s.Shutdown(ctx); err != nil {
 				_ = s.Close()
 				errs[i] = fmt.Errorf("requests still running after %v were cut off: %w", timeout, err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

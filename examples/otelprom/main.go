@@ -262,7 +262,7 @@ func (p *spanPrinter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySp
 		for _, kv := range s.Attributes() {
 			k := string(kv.Key)
 			if strings.HasPrefix(k, "idem.") || k == "http.response.status_code" || k == "error.type" {
-				attrs = append(attrs, k+"="+kv.Value.String())
+				attrs = append(attrs, k+"="+kv.Value.Emit())
 			}
 		}
 		fmt.Fprintf(p.out, "  span %-20s %s\n", s.Name(), strings.Join(attrs, " "))

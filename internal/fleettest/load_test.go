@@ -103,11 +103,13 @@ func runDuplicates(ctx context.Context, t *testing.T, baseURL, token string, key
 	var wg sync.WaitGroup
 	client := newLoadClient()
 	for range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for key := range jobs {
 				results <- payUntilAnswered(ctx, t, client, baseURL, token, key)
 			}
-		})
+		}()
 	}
 	go func() {
 		for _, key := range keys {

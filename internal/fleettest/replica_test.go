@@ -124,7 +124,11 @@ func startProxy(t *testing.T, backends ...string) *proxy {
 		t.Fatal(err)
 	}
 	p := &proxy{ln: ln, backends: backends}
-	p.wg.Go(p.serve)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.serve()
+	}()
 	t.Cleanup(func() {
 		_ = ln.Close()
 		p.wg.Wait()
@@ -141,7 +145,11 @@ func (p *proxy) serve() {
 		if err != nil {
 			return
 		}
-		p.wg.Go(func() { p.forward(client) })
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.forward(client)
+		}()
 	}
 }
 

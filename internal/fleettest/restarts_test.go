@@ -119,7 +119,9 @@ func postUntilDead(t *testing.T, baseURL, token string, keys []string, dups, wor
 	dead := make(chan struct{})
 	var deadOnce sync.Once
 	for range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for key := range jobs {
 				a, ok := postOnceAlive(ctx, t, client, baseURL, token, key)
 				if !ok {
@@ -130,7 +132,7 @@ func postUntilDead(t *testing.T, baseURL, token string, keys []string, dups, wor
 				answers = append(answers, a)
 				mu.Unlock()
 			}
-		})
+		}()
 	}
 feed:
 	for ctx.Err() == nil {

@@ -110,11 +110,13 @@ func (l *load) run(ctx context.Context) (unanswered int) {
 	var missing atomic.Int64
 	for _, k := range l.keys {
 		for range k.dups {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				if !l.duplicate(ctx, k) {
 					missing.Add(1)
 				}
-			})
+			}()
 		}
 	}
 	wg.Wait()

@@ -33,7 +33,11 @@ func StartAckDropProxy(tb testing.TB, target string, pattern []byte) *AckDropPro
 		tb.Fatalf("ack-drop proxy: %v", err)
 	}
 	p := &AckDropProxy{listener: ln, target: target, pattern: pattern}
-	p.wg.Go(p.accept)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.accept()
+	}()
 	tb.Cleanup(func() {
 		_ = ln.Close()
 		p.wg.Wait()
@@ -67,7 +71,11 @@ func (p *AckDropProxy) accept() {
 			_ = client.Close()
 			continue
 		}
-		p.wg.Go(func() { p.pipe(client, server) })
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.pipe(client, server)
+		}()
 	}
 }
 

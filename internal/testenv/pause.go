@@ -30,7 +30,11 @@ func StartPauseProxy(tb testing.TB, target string) *PauseProxy {
 	}
 	p := &PauseProxy{listener: l, target: target}
 	p.resumed = sync.NewCond(&p.mu)
-	p.wg.Go(p.accept)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.accept()
+	}()
 	tb.Cleanup(p.close)
 	return p
 }
@@ -77,8 +81,16 @@ func (p *PauseProxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
-		p.wg.Go(func() { p.pump(server, client) })
-		p.wg.Go(func() { p.pump(client, server) })
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.pump(server, client)
+		}()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.pump(client, server)
+		}()
 	}
 }
 

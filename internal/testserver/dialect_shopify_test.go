@@ -147,7 +147,11 @@ func TestShopifyDialect_ConcurrentDuplicateIsInProgress(t *testing.T) {
 	q := adjustQuery(`@idempotent(key: "slow")`)
 	var wg sync.WaitGroup
 	var first map[string]any
-	wg.Go(func() { _, first = s.post(t, q, adjustVariables(1)) })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, first = s.post(t, q, adjustVariables(1))
+	}()
 	require.Eventually(t, func() bool { return s.Faults().Holding() == 1 }, 5*time.Second, 5*time.Millisecond)
 	status, dup := s.post(t, q, adjustVariables(1))
 	wg.Wait()

@@ -310,7 +310,11 @@ func TestDialects_ConcurrentDuplicatesMakeOnePayment(t *testing.T) {
 			answers := make([]answer, duplicates)
 			var wg sync.WaitGroup
 			for i := range duplicates {
-				wg.Go(func() { answers[i] = s.pay(t, "dup", 1000) })
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					answers[i] = s.pay(t, "dup", 1000)
+				}()
 			}
 			wg.Wait()
 			for _, a := range answers {

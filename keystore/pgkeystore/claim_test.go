@@ -30,7 +30,9 @@ func TestPostgresClaimEveryRecordExactlyOnce(t *testing.T) {
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			owner := fmt.Sprintf("worker-%d", w)
 			for {
 				recs, err := stores[w%2].Claim(ctx, owner, time.Minute, 7)
@@ -43,7 +45,7 @@ func TestPostgresClaimEveryRecordExactlyOnce(t *testing.T) {
 				}
 				claimed[w] = append(claimed[w], recs...)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 
@@ -170,9 +172,11 @@ func TestPostgresClaimKeyRace(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			won[i], errs[i] = stores[i%2].ClaimKey(ctx, k, fmt.Sprintf("w%d", i), time.Minute)
-		})
+		}()
 	}
 	wg.Wait()
 	winners := 0
@@ -256,9 +260,11 @@ func TestPostgresWorkersResumeAfterOneIsKilled(t *testing.T) {
 	for w := range 2 {
 		s := openPostgresIn(t, schema, nil)
 		owner := fmt.Sprintf("survivor-%d", w)
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			errs[w] = resumeUntilDone(ctx, s, owner, send)
-		})
+		}()
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])

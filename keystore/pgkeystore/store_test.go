@@ -193,7 +193,9 @@ func TestPostgresConcurrentCreatesOfOneNameAgree(t *testing.T) {
 	createdBy := make([]bool, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			r := pendingRecord(i)
 			r.Name = "invoice-2025-001"
 			existing, created, err := stores[i%2].Create(ctx, r)
@@ -201,7 +203,7 @@ func TestPostgresConcurrentCreatesOfOneNameAgree(t *testing.T) {
 			if err == nil {
 				keys[i] = existing.Key
 			}
-		})
+		}()
 	}
 	wg.Wait()
 
@@ -367,13 +369,15 @@ func TestPostgresConcurrentOpenersOfOneSchema(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	for i := range errs {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			p, err := Open(context.Background(), testenv.PostgresDSN(t), &Options{Schema: schema})
 			errs[i] = err
 			if err == nil {
 				_ = p.Close()
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -487,7 +491,9 @@ func TestPostgresUnreachable(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		var held sync.WaitGroup
-		held.Go(func() {
+		held.Add(1)
+		go func() {
+			defer held.Done()
 			var conns []net.Conn
 			defer func() {
 				for _, c := range conns {
@@ -501,7 +507,7 @@ func TestPostgresUnreachable(t *testing.T) {
 				}
 				conns = append(conns, c)
 			}
-		})
+		}()
 		t.Cleanup(func() {
 			_ = ln.Close()
 			held.Wait()

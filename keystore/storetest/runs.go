@@ -63,14 +63,16 @@ func testRuns(t *testing.T, s keystore.Store) {
 	var wg sync.WaitGroup
 	wins := make(chan int, writers)
 	for i := range writers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			err := rk.PutRun(ctx, &keystore.Run{ID: "r0", Version: 2, State: "running", Data: []byte(`{}`), CreatedAt: t0.Add(-time.Minute), UpdatedAt: t0})
 			if err == nil {
 				wins <- i
 				return
 			}
 			assert.ErrorIs(t, err, keystore.ErrRunVersion)
-		})
+		}()
 	}
 	wg.Wait()
 	close(wins)

@@ -541,12 +541,14 @@ func testConcurrentCreateSameName(t *testing.T, s keystore.Store) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			<-start
 			r := record(fmt.Sprintf("k%02d", i), "the-one", keystore.Pending, at(i))
 			rec, created, err := s.Create(ctx, r)
 			results[i] = result{rec, created, err}
-		})
+		}()
 	}
 	close(start)
 	wg.Wait()
@@ -576,7 +578,9 @@ func testConcurrentWrites(t *testing.T, s keystore.Store) {
 	errs := make(chan error, 3*callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			r := record(fmt.Sprintf("k%02d", i), fmt.Sprintf("n%02d", i), keystore.Pending, at(i))
 			if _, created, err := s.Create(ctx, r); err != nil || !created {
 				errs <- fmt.Errorf("create %s: created=%v err=%v", r.Key, created, err)
@@ -593,7 +597,7 @@ func testConcurrentWrites(t *testing.T, s keystore.Store) {
 			if err := s.Update(ctx, finish(r, keystore.Succeeded, at(100+i))); err != nil {
 				errs <- fmt.Errorf("update %s: %v", r.Key, err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

@@ -97,7 +97,11 @@ func TestCompleteTxIsBoundedByTheStoreTimeout(t *testing.T) {
 	var wg sync.WaitGroup
 	answers := make([]*httptest.ResponseRecorder, requests)
 	for i := range requests {
-		wg.Go(func() { answers[i] = sell(fmt.Sprintf("k-%d", i)) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = sell(fmt.Sprintf("k-%d", i))
+		}()
 	}
 	wg.Wait()
 	for i, rec := range answers {

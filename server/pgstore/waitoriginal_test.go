@@ -104,7 +104,11 @@ func TestWaitForOriginalOnPostgres(t *testing.T) {
 	answers := make([]answer, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { answers[i] = postKey(t, waiting.URL, "pg-wait-1") })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = postKey(t, waiting.URL, "pg-wait-1")
+		}()
 	}
 	require.Eventually(t, func() bool { return store.reserves.Load()-before >= 2*n }, 30*time.Second, time.Millisecond,
 		"each duplicate reserved and polled")

@@ -72,7 +72,9 @@ func TestClusterDuplicatesAcrossTenants(t *testing.T) {
 			key := fmt.Sprintf("key-%d", k)
 			counter := s.KeyGroup(scope.Principal) + "effects:" + Digest(scope.Principal, key)
 			for range duplicates {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					res, rec, err := s.Reserve(ctx, scope, key, "fp", time.Minute)
 					switch {
 					case err != nil:
@@ -85,7 +87,7 @@ func TestClusterDuplicatesAcrossTenants(t *testing.T) {
 					case rec == nil:
 						errs <- errors.New("neither a reservation nor a record")
 					}
-				})
+				}()
 			}
 		}
 	}

@@ -59,11 +59,13 @@ func TestEffectTransactionIsBoundedByTheStoreTimeout(t *testing.T) {
 	bodies := make([]string, requests)
 	took := make([]time.Duration, requests)
 	for i := range requests {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			start := time.Now()
 			answers[i], bodies[i] = pay(t, client, ts.URL, fmt.Sprintf("k-locked-%d", i))
 			took[i] = time.Since(start)
-		})
+		}()
 	}
 	wg.Wait()
 	for i, resp := range answers {

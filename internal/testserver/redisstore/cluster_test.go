@@ -119,18 +119,24 @@ func TestClusterMasterKilledMidLoad(t *testing.T) {
 	var killOnce sync.Once
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for in := range queue {
 				var dup sync.WaitGroup
 				for range 3 {
-					dup.Go(func() { record(in, postIntent(client, hs.URL, in)) })
+					dup.Add(1)
+					go func() {
+						defer dup.Done()
+						record(in, postIntent(client, hs.URL, in))
+					}()
 				}
 				dup.Wait()
 				if answered.Add(1) == int64(len(load)/3) {
 					killOnce.Do(func() { cluster.Kill(victim); close(killed) })
 				}
 			}
-		})
+		}()
 	}
 	for _, in := range load {
 		queue <- in

@@ -51,7 +51,9 @@ func testReplicasRacingForKeys(t *testing.T, a, b testserver.Store) {
 		key := fmt.Sprintf("key-%d", k)
 		for _, replica := range replicas {
 			for range perReplica {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					<-start
 					res, _, err := replica.Reserve(ctx, scope, key, "fp", time.Minute)
 					if !assert.NoError(t, err) || res == nil {
@@ -64,7 +66,7 @@ func testReplicasRacingForKeys(t *testing.T, a, b testserver.Store) {
 						wins[k]++
 						mu.Unlock()
 					}
-				})
+				}()
 			}
 		}
 	}
