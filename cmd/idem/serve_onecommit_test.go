@@ -99,7 +99,9 @@ func TestServe_OneCommitSurvivesSIGKILLWithOnePaymentPerKey(t *testing.T) {
 	)
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := 0; !stop.Load(); i++ {
 				key := fmt.Sprintf("k-%d-%d", w, i)
 				// Retry the key until it is answered, across the kill.
@@ -121,7 +123,7 @@ func TestServe_OneCommitSurvivesSIGKILLWithOnePaymentPerKey(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
-		})
+		}()
 	}
 	waitAcks := func(n int64) {
 		for deadline := time.Now().Add(90 * time.Second); acks.Load() < n; {

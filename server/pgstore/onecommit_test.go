@@ -91,10 +91,12 @@ func TestOneCommitConcurrentDuplicatesMakeOneEffect(t *testing.T) {
 			for k := range keys {
 				answers[k] = make([]answer, dups)
 				for d := range dups {
-					wg.Go(func() {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
 						rec := post(api, "/orders", fmt.Sprintf("k-%d", k), `{"sku":"a"}`)
 						answers[k][d] = answer{rec.Code, rec.Body.String(), rec.Header().Get(server.ReplayedHeader) == "true"}
-					})
+					}()
 				}
 			}
 			wg.Wait()
