@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,7 +76,7 @@ func openServeStore(ctx context.Context, f serveFlags, logger *slog.Logger) (tes
 	case storeRedis:
 		// go-redis reports pool trouble through one process-wide logger
 		// that prints to stderr by default; route it to ours.
-		redis.SetLogger(redisLogger{logger})
+		routeRedisLog(logger)
 		opts := []redisstore.Option{redisstore.WithPrefix(f.storePrefix), redisstore.WithLogger(logger),
 			redisstore.WithReservationGrace(reservationGrace(f))}
 		if f.redisVolatile {
@@ -122,10 +124,26 @@ func redactURL(location string) string {
 // redisLogger sends go-redis's internal messages to the server's logger
 // at debug level: the failures they describe also come back as errors,
 // which the server reports itself.
-type redisLogger struct{ logger *slog.Logger }
+// redisLogTo is the logger go-redis's process-wide logger writes to: the
+// last serve's. go-redis's SetLogger writes a plain global, so it is
+// called once (redisLogOnce) and later serves swap the target here.
+var (
+	redisLogTo   atomic.Pointer[slog.Logger]
+	redisLogOnce sync.Once
+)
 
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	if l.logger.Enabled(ctx, slog.LevelDebug) {
-		l.logger.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+// routeRedisLog sends go-redis's log lines to logger.
+func routeRedisLog(logger *slog.Logger) {
+	redisLogTo.Store(logger)
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{}) })
+}
+
+// redisLogger writes go-redis's lines at debug level to redisLogTo.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l := redisLogTo.Load()
+	if l != nil && l.Enabled(ctx, slog.LevelDebug) {
+		l.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
 	}
 }
