@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"time"
 )
 
@@ -89,7 +88,7 @@ func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, held *Hel
 		log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running; a handler that ran nothing calls Held.MarkNotExecuted")
 		settled(ctx, "kept", nil)
 	default:
-		return m.settle(ctx, c, held.Reservation, log.With("status", c.status))
+		return m.settle(ctx, c, held.Reservation, log)
 	}
 	return false
 }
@@ -138,9 +137,11 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 // settle stores the captured response as the key's final answer, or
 // releases the key so a retry runs the handler again. fenced reports that
 // a newer request owns the key, so the captured answer is not its answer.
+// Each line it logs names the status itself: a logger made With it would
+// cost two allocations on every request, logged or not.
 func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) (fenced bool) {
 	if !m.storable(c.status) {
-		m.release(ctx, res, log)
+		m.release(ctx, res, log.With("status", c.status))
 		return false
 	}
 	resp := Response{
@@ -158,16 +159,16 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 		// stored nor sent as final: the client is told the key is in
 		// progress, and its retry gets the key's answer if another
 		// request stored one, or runs the handler again.
-		log.Warn("lease lost: the key was taken over or removed after this request's lease ended; " +
-			"this answer is not stored and the client is answered 409 in progress: make the lease outlast the handler")
+		log.Warn("lease lost: the key was taken over or removed after this request's lease ended; "+
+			"this answer is not stored and the client is answered 409 in progress: make the lease outlast the handler", "status", c.status)
 		return true
 	case err != nil:
 		// Nothing more can be done here: the key stays reserved until its
 		// lease expires, then a retry with the same payload takes it over.
-		log.Error("could not store the response; the key stays reserved until its lease expires", "err", err)
+		log.Error("could not store the response; the key stays reserved until its lease expires", "status", c.status, "err", err)
 	default:
 		setKeyExpires(c.header, time.Now().Add(m.cfg.retention))
-		log.Debug("response stored")
+		log.Debug("response stored", "status", c.status)
 	}
 	return false
 }
@@ -221,9 +222,22 @@ func refusedBeforeExecution(status int) bool {
 // keptHeaders returns the headers of h named in names, for replays.
 func keptHeaders(h http.Header, names []string) http.Header {
 	kept := make(http.Header, len(names))
+	n := 0
+	for _, name := range names {
+		n += len(h[name])
+	}
+	// The values of every kept name share one copy; each name's slice is
+	// capped, so appending to one cannot overwrite the next.
+	all := make([]string, 0, n)
 	for _, name := range names {
 		if values, ok := h[name]; ok && name != ResourceIDHeader {
-			kept[name] = slices.Clone(values)
+			if values == nil {
+				kept[name] = nil
+				continue
+			}
+			start := len(all)
+			all = append(all, values...)
+			kept[name] = all[start:len(all):len(all)]
 		}
 	}
 	return kept

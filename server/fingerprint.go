@@ -49,7 +49,7 @@ const (
 // body (JSONTokenLimit), which is MaxJSONTokens unless WithMaxBody is
 // above DefaultMaxBody.
 func Fingerprint(method, route string, body []byte) string {
-	return fingerprintFields("", body, MaxJSONTokens, fingerprintVersion, method, route)
+	return fingerprintFields("", body, MaxJSONTokens, false, fingerprintVersion, method, route)
 }
 
 // RequestFingerprint is the fingerprint the layer gives a request: the hex
@@ -68,7 +68,14 @@ func RequestFingerprint(method, route, path, rawQuery string, body []byte) strin
 // than maxTokens values hashed raw: the layer passes the value limit of
 // its max body (JSONTokenLimit).
 func requestFingerprintWithin(method, route, path, rawQuery string, body []byte, maxTokens int) string {
-	return fingerprintFields(RequestFingerprintPrefix, body, maxTokens, requestFingerprintLayout, method, route, path, rawQuery)
+	return requestFingerprintScanned(method, route, path, rawQuery, body, maxTokens, false)
+}
+
+// requestFingerprintScanned is requestFingerprintWithin for a body that
+// scanned, when true, says scanJSONShape already found within maxTokens,
+// so it is not scanned twice.
+func requestFingerprintScanned(method, route, path, rawQuery string, body []byte, maxTokens int, scanned bool) string {
+	return fingerprintFields(RequestFingerprintPrefix, body, maxTokens, scanned, requestFingerprintLayout, method, route, path, rawQuery)
 }
 
 // legacyJSONTokens is the fixed JSON value limit of the layout before the
@@ -80,7 +87,7 @@ const legacyJSONTokens = 16384
 // before the request target was in it: Fingerprint under the value limit of
 // that time.
 func fingerprintBeforeTarget(method, route string, body []byte) string {
-	return fingerprintFields("", body, legacyJSONTokens, fingerprintVersion, method, route)
+	return fingerprintFields("", body, legacyJSONTokens, false, fingerprintVersion, method, route)
 }
 
 // legacyFingerprint reports whether stored was written under the first
@@ -91,7 +98,8 @@ func legacyFingerprint(stored string) bool {
 
 // fingerprintFields hashes fields, then the body (raw when it holds more
 // than maxTokens JSON values), and returns prefix and the hex digest.
-func fingerprintFields(prefix string, body []byte, maxTokens int, fields ...string) string {
+// scanned says the body's shape was already found within maxTokens.
+func fingerprintFields(prefix string, body []byte, maxTokens int, scanned bool, fields ...string) string {
 	// Every field goes into one buffer hashed at once: no hash state or
 	// canonical body of its own on the heap.
 	size := (len(fields)+2)*fieldLengthSize + len(bodyKindJSON) + len(body)
@@ -105,7 +113,7 @@ func fingerprintFields(prefix string, body []byte, maxTokens int, fields ...stri
 	beforeBody := len(buf)
 	buf = appendField(buf, bodyKindJSON)
 	bodyAt := len(buf) + fieldLengthSize
-	if scanJSONShape(body, maxTokens) != shapeOK {
+	if !scanned && scanJSONShape(body, maxTokens) != shapeOK {
 		buf = appendField(buf[:beforeBody], bodyKindRaw)
 		buf = appendField(buf, body)
 	} else if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {

@@ -135,12 +135,13 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		w.Header().Set(m.cfg.key.header, echoValue(key))
 	}
 
-	if !checkJSONBody(w, r, body, m.cfg.jsonTokens) {
+	jsonOK, scanned := checkJSONBody(w, r, body, m.cfg.jsonTokens)
+	if !jsonOK {
 		return
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := requestFingerprintWithin(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens)
+	fingerprint := requestFingerprintScanned(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens, scanned)
 	log := m.requestLogger(r, route, key)
 	res, rec, err := m.reserve(r, scope, key, fingerprint)
 	if rec != nil && rec.Fingerprint != fingerprint && legacyFingerprint(rec.Fingerprint) &&
