@@ -59,7 +59,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		// The handler stored this answer with its effect (Held.Completion):
 		// it is kept for the retention like one the layer stored.
 		setKeyExpires(capture.header, time.Now().Add(m.cfg.retention))
-	} else if m.settleCaptured(r, capture, held, release, log) {
+	} else if m.settleCaptured(r, capture, hr, release, log) {
 		// A newer request took the key over: this answer is not the
 		// key's. The retry the 409 asks for gets the stored one.
 		m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
@@ -72,8 +72,10 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 // released (release, or a handler that ran nothing), kept (a 503 while
 // the client waits), or stored when storable. fenced reports that a newer
 // request owns the key, so c is not its answer.
-func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, held *Held, release bool, log *slog.Logger) (fenced bool) {
-	ctx := m.settleContext(r)
+func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, hr *heldRequest, release bool, log *slog.Logger) (fenced bool) {
+	held := &hr.held
+	ctx := &hr.settleCtx
+	m.initSettleContext(ctx, r)
 	defer ctx.stop()
 	switch {
 	case release, held.notExecuted.Load():
@@ -108,7 +110,16 @@ func problemCapture(c *captureWriter, detail string) *captureWriter {
 // even when the client has gone away: the handler ran, and its outcome
 // must not be lost with the connection.
 func (m *Middleware) settleContext(r *http.Request) *storeContext {
-	return newStoreContext(context.WithoutCancel(r.Context()), min(m.cfg.lease, m.cfg.storeTimeout))
+	c := new(storeContext)
+	m.initSettleContext(c, r)
+	return c
+}
+
+// initSettleContext makes c, unused until now, what settleContext returns,
+// so a context held in a larger allocation costs none of its own.
+func (m *Middleware) initSettleContext(c *storeContext, r *http.Request) {
+	c.parent = context.WithoutCancel(r.Context())
+	c.deadline = time.Now().Add(min(m.cfg.lease, m.cfg.storeTimeout))
 }
 
 // bufferedBody hands the handler the request body the layer has read.

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/idemkit/idem/internal/canonjson"
 )
@@ -106,7 +108,12 @@ func fingerprintFields(prefix string, body []byte, maxTokens int, scanned bool, 
 	for _, f := range fields {
 		size += len(f)
 	}
-	buf := make([]byte, 0, size)
+	pooled := fingerprintBufs.Get().(*[]byte)
+	defer putFingerprintBuf(pooled)
+	buf := (*pooled)[:0]
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
 	for _, f := range fields {
 		buf = appendField(buf, f)
 	}
@@ -124,10 +131,28 @@ func fingerprintFields(prefix string, body []byte, maxTokens int, scanned bool, 
 		buf = appendField(buf, body)
 	}
 	sum := sha256.Sum256(buf)
+	*pooled = buf
 	text := make([]byte, len(prefix)+2*sha256.Size)
 	copy(text, prefix)
 	hex.Encode(text[len(prefix):], sum[:])
-	return string(text)
+	// text is never written again: the string shares it instead of
+	// copying it.
+	return unsafe.String(unsafe.SliceData(text), len(text))
+}
+
+// maxPooledFingerprintBuf bounds the buffers kept for reuse, so one large
+// body does not pin its size in memory.
+const maxPooledFingerprintBuf = 64 << 10
+
+// fingerprintBufs holds the buffers fingerprintFields hashes: one is
+// filled and dropped per request, and reused it costs no allocation.
+var fingerprintBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func putFingerprintBuf(b *[]byte) {
+	if cap(*b) > maxPooledFingerprintBuf {
+		*b = nil
+	}
+	fingerprintBufs.Put(b)
 }
 
 // fieldLengthSize is the size of the length before every field.
