@@ -74,8 +74,9 @@ func DecodeHeader(b []byte) (http.Header, error) {
 func decodeHeaderV1(b []byte) (http.Header, error) {
 	r := headerReader{s: string(b)}
 	names := r.count(2) // a name takes at least its length and its count
-	// Values of all names share one array; each takes at least one byte.
-	values := make([]string, 0, min(r.left(), 64))
+	// Values of all names share one array, sized for the usual one value
+	// a name.
+	values := make([]string, 0, names)
 	h := make(http.Header, names)
 	for range names {
 		name := r.str()
