@@ -280,17 +280,19 @@ func (m *Middleware) readGuardedBody(w http.ResponseWriter, r *http.Request) ([]
 		return nil, false
 	}
 	body, err := bodyread.Sized(http.MaxBytesReader(w, r.Body, m.cfg.maxBody), r.ContentLength, m.cfg.maxBody)
+	if err == nil {
+		return body, true
+	}
+	// Declared only here: errors.As takes its address, which puts it on
+	// the heap, and a body read without error should not pay for that.
 	var maxErr *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxErr):
+	if errors.As(err, &maxErr) {
 		tooLarge()
 		return nil, false
-	case err != nil:
-		WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Unreadable request body",
-			"the request body could not be read", 0)
-		return nil, false
 	}
-	return body, true
+	WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Unreadable request body",
+		"the request body could not be read", 0)
+	return nil, false
 }
 
 // replay answers with the stored response of a completed record.
