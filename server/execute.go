@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"time"
 )
 
@@ -60,7 +59,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		// The handler stored this answer with its effect (Held.Completion):
 		// it is kept for the retention like one the layer stored.
 		setKeyExpires(capture.header, time.Now().Add(m.cfg.retention))
-	} else if m.settleCaptured(r, capture, held, release, log) {
+	} else if m.settleCaptured(r, capture, hr, release, log) {
 		// A newer request took the key over: this answer is not the
 		// key's. The retry the 409 asks for gets the stored one.
 		m.cfg.answers.InProgress(w, m.cfg.inProgressRetryAfter)
@@ -73,8 +72,10 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 // released (release, or a handler that ran nothing), kept (a 503 while
 // the client waits), or stored when storable. fenced reports that a newer
 // request owns the key, so c is not its answer.
-func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, held *Held, release bool, log *slog.Logger) (fenced bool) {
-	ctx := m.settleContext(r)
+func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, hr *heldRequest, release bool, log *slog.Logger) (fenced bool) {
+	held := &hr.held
+	ctx := &hr.settleCtx
+	m.initSettleContext(ctx, r)
 	defer ctx.stop()
 	switch {
 	case release, held.notExecuted.Load():
@@ -89,7 +90,7 @@ func (m *Middleware) settleCaptured(r *http.Request, c *captureWriter, held *Hel
 		log.Warn("handler answered 503; keeping the key reserved until its lease ends, since a timeout below the layer may have left the handler running; a handler that ran nothing calls Held.MarkNotExecuted")
 		settled(ctx, "kept", nil)
 	default:
-		return m.settle(ctx, c, held.Reservation, log.With("status", c.status))
+		return m.settle(ctx, c, held.Reservation, log)
 	}
 	return false
 }
@@ -109,7 +110,16 @@ func problemCapture(c *captureWriter, detail string) *captureWriter {
 // even when the client has gone away: the handler ran, and its outcome
 // must not be lost with the connection.
 func (m *Middleware) settleContext(r *http.Request) *storeContext {
-	return newStoreContext(context.WithoutCancel(r.Context()), min(m.cfg.lease, m.cfg.storeTimeout))
+	c := new(storeContext)
+	m.initSettleContext(c, r)
+	return c
+}
+
+// initSettleContext makes c, unused until now, what settleContext returns,
+// so a context held in a larger allocation costs none of its own.
+func (m *Middleware) initSettleContext(c *storeContext, r *http.Request) {
+	c.parent = context.WithoutCancel(r.Context())
+	c.deadline = time.Now().Add(min(m.cfg.lease, m.cfg.storeTimeout))
 }
 
 // bufferedBody hands the handler the request body the layer has read.
@@ -138,9 +148,11 @@ func runRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (reco
 // settle stores the captured response as the key's final answer, or
 // releases the key so a retry runs the handler again. fenced reports that
 // a newer request owns the key, so the captured answer is not its answer.
+// Each line it logs names the status itself: a logger made With it would
+// cost two allocations on every request, logged or not.
 func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservation, log *slog.Logger) (fenced bool) {
 	if !m.storable(c.status) {
-		m.release(ctx, res, log)
+		m.release(ctx, res, log.With("status", c.status))
 		return false
 	}
 	resp := Response{
@@ -158,16 +170,16 @@ func (m *Middleware) settle(ctx context.Context, c *captureWriter, res Reservati
 		// stored nor sent as final: the client is told the key is in
 		// progress, and its retry gets the key's answer if another
 		// request stored one, or runs the handler again.
-		log.Warn("lease lost: the key was taken over or removed after this request's lease ended; " +
-			"this answer is not stored and the client is answered 409 in progress: make the lease outlast the handler")
+		log.Warn("lease lost: the key was taken over or removed after this request's lease ended; "+
+			"this answer is not stored and the client is answered 409 in progress: make the lease outlast the handler", "status", c.status)
 		return true
 	case err != nil:
 		// Nothing more can be done here: the key stays reserved until its
 		// lease expires, then a retry with the same payload takes it over.
-		log.Error("could not store the response; the key stays reserved until its lease expires", "err", err)
+		log.Error("could not store the response; the key stays reserved until its lease expires", "status", c.status, "err", err)
 	default:
 		setKeyExpires(c.header, time.Now().Add(m.cfg.retention))
-		log.Debug("response stored")
+		log.Debug("response stored", "status", c.status)
 	}
 	return false
 }
@@ -221,9 +233,22 @@ func refusedBeforeExecution(status int) bool {
 // keptHeaders returns the headers of h named in names, for replays.
 func keptHeaders(h http.Header, names []string) http.Header {
 	kept := make(http.Header, len(names))
+	n := 0
+	for _, name := range names {
+		n += len(h[name])
+	}
+	// The values of every kept name share one copy; each name's slice is
+	// capped, so appending to one cannot overwrite the next.
+	all := make([]string, 0, n)
 	for _, name := range names {
 		if values, ok := h[name]; ok && name != ResourceIDHeader {
-			kept[name] = slices.Clone(values)
+			if values == nil {
+				kept[name] = nil
+				continue
+			}
+			start := len(all)
+			all = append(all, values...)
+			kept[name] = all[start:len(all):len(all)]
 		}
 	}
 	return kept

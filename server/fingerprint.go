@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/idemkit/idem/internal/canonjson"
 )
@@ -49,7 +51,7 @@ const (
 // body (JSONTokenLimit), which is MaxJSONTokens unless WithMaxBody is
 // above DefaultMaxBody.
 func Fingerprint(method, route string, body []byte) string {
-	return fingerprintFields("", body, MaxJSONTokens, fingerprintVersion, method, route)
+	return fingerprintFields("", body, MaxJSONTokens, false, fingerprintVersion, method, route)
 }
 
 // RequestFingerprint is the fingerprint the layer gives a request: the hex
@@ -68,7 +70,14 @@ func RequestFingerprint(method, route, path, rawQuery string, body []byte) strin
 // than maxTokens values hashed raw: the layer passes the value limit of
 // its max body (JSONTokenLimit).
 func requestFingerprintWithin(method, route, path, rawQuery string, body []byte, maxTokens int) string {
-	return fingerprintFields(RequestFingerprintPrefix, body, maxTokens, requestFingerprintLayout, method, route, path, rawQuery)
+	return requestFingerprintScanned(method, route, path, rawQuery, body, maxTokens, false)
+}
+
+// requestFingerprintScanned is requestFingerprintWithin for a body that
+// scanned, when true, says scanJSONShape already found within maxTokens,
+// so it is not scanned twice.
+func requestFingerprintScanned(method, route, path, rawQuery string, body []byte, maxTokens int, scanned bool) string {
+	return fingerprintFields(RequestFingerprintPrefix, body, maxTokens, scanned, requestFingerprintLayout, method, route, path, rawQuery)
 }
 
 // legacyJSONTokens is the fixed JSON value limit of the layout before the
@@ -80,7 +89,7 @@ const legacyJSONTokens = 16384
 // before the request target was in it: Fingerprint under the value limit of
 // that time.
 func fingerprintBeforeTarget(method, route string, body []byte) string {
-	return fingerprintFields("", body, legacyJSONTokens, fingerprintVersion, method, route)
+	return fingerprintFields("", body, legacyJSONTokens, false, fingerprintVersion, method, route)
 }
 
 // legacyFingerprint reports whether stored was written under the first
@@ -91,21 +100,27 @@ func legacyFingerprint(stored string) bool {
 
 // fingerprintFields hashes fields, then the body (raw when it holds more
 // than maxTokens JSON values), and returns prefix and the hex digest.
-func fingerprintFields(prefix string, body []byte, maxTokens int, fields ...string) string {
+// scanned says the body's shape was already found within maxTokens.
+func fingerprintFields(prefix string, body []byte, maxTokens int, scanned bool, fields ...string) string {
 	// Every field goes into one buffer hashed at once: no hash state or
 	// canonical body of its own on the heap.
 	size := (len(fields)+2)*fieldLengthSize + len(bodyKindJSON) + len(body)
 	for _, f := range fields {
 		size += len(f)
 	}
-	buf := make([]byte, 0, size)
+	pooled := fingerprintBufs.Get().(*[]byte)
+	defer putFingerprintBuf(pooled)
+	buf := (*pooled)[:0]
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
 	for _, f := range fields {
 		buf = appendField(buf, f)
 	}
 	beforeBody := len(buf)
 	buf = appendField(buf, bodyKindJSON)
 	bodyAt := len(buf) + fieldLengthSize
-	if scanJSONShape(body, maxTokens) != shapeOK {
+	if !scanned && scanJSONShape(body, maxTokens) != shapeOK {
 		buf = appendField(buf[:beforeBody], bodyKindRaw)
 		buf = appendField(buf, body)
 	} else if canonical, isJSON := canonjson.AppendCanonical(binary.BigEndian.AppendUint64(buf, 0), body); isJSON {
@@ -116,10 +131,28 @@ func fingerprintFields(prefix string, body []byte, maxTokens int, fields ...stri
 		buf = appendField(buf, body)
 	}
 	sum := sha256.Sum256(buf)
+	*pooled = buf
 	text := make([]byte, len(prefix)+2*sha256.Size)
 	copy(text, prefix)
 	hex.Encode(text[len(prefix):], sum[:])
-	return string(text)
+	// text is never written again: the string shares it instead of
+	// copying it.
+	return unsafe.String(unsafe.SliceData(text), len(text))
+}
+
+// maxPooledFingerprintBuf bounds the buffers kept for reuse, so one large
+// body does not pin its size in memory.
+const maxPooledFingerprintBuf = 64 << 10
+
+// fingerprintBufs holds the buffers fingerprintFields hashes: one is
+// filled and dropped per request, and reused it costs no allocation.
+var fingerprintBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func putFingerprintBuf(b *[]byte) {
+	if cap(*b) > maxPooledFingerprintBuf {
+		*b = nil
+	}
+	fingerprintBufs.Put(b)
 }
 
 // fieldLengthSize is the size of the length before every field.

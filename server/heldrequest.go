@@ -9,15 +9,17 @@ import (
 
 // heldRequest is what execute hands the handler, in one allocation
 // instead of four: the held key, the context that carries it, the reader
-// of the body the layer has read and the writer that captures the answer.
-// Like everything handed to the handler, it belongs to one request and is
-// never reused.
+// of the body the layer has read and the writer that captures the answer,
+// with the context the layer settles the key under once the handler
+// returned. Like everything handed to the handler, it belongs to one
+// request and is never reused.
 type heldRequest struct {
-	held    Held
-	ctx     heldContext
-	body    bufferedBody
-	raw     []byte
-	capture captureWriter
+	held      Held
+	ctx       heldContext
+	body      bufferedBody
+	raw       []byte
+	capture   captureWriter
+	settleCtx storeContext
 }
 
 // newHeldRequest returns the request's held parts; lateLog is told of a

@@ -93,6 +93,9 @@ func scanJSONShape(body []byte, maxTokens int) jsonShape {
 // isJSONMediaType reports whether a Content-Type names JSON:
 // application/json or a +json type such as application/merge-patch+json.
 func isJSONMediaType(contentType string) bool {
+	if strings.EqualFold(contentType, "application/json") {
+		return true // the common case, without parsing parameters into a map
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return false
@@ -104,10 +107,11 @@ func isJSONMediaType(contentType string) bool {
 // not hash faithfully (invalid UTF-8) or cheaply (too deep, too many
 // values), answering 400 or 413 itself. It reads the Content-Type first,
 // so other bodies cost nothing here. maxTokens is the value limit
-// (JSONTokenLimit of the max body).
-func checkJSONBody(w http.ResponseWriter, r *http.Request, body []byte, maxTokens int) bool {
+// (JSONTokenLimit of the max body). scanned reports that the body was
+// found within bounds, so the fingerprint need not scan it again.
+func checkJSONBody(w http.ResponseWriter, r *http.Request, body []byte, maxTokens int) (ok, scanned bool) {
 	if len(body) == 0 || !isJSONMediaType(r.Header.Get("Content-Type")) {
-		return true
+		return true, false
 	}
 	switch scanJSONShape(body, maxTokens) {
 	case shapeBadUTF8:
@@ -120,7 +124,7 @@ func checkJSONBody(w http.ResponseWriter, r *http.Request, body []byte, maxToken
 		WriteProblem(w, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
 			fmt.Sprintf("the JSON body holds more than %d values (one per %d bytes of the max body; the server's max body raises it)", maxTokens, jsonBytesPerToken), 0)
 	default:
-		return true
+		return true, true
 	}
-	return false
+	return false, false
 }

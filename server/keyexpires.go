@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,5 +19,26 @@ func setKeyExpires(h http.Header, at time.Time) {
 	if at.IsZero() {
 		return
 	}
-	h.Set(KeyExpiresHeader, at.UTC().Format(http.TimeFormat))
+	h[KeyExpiresHeader] = []string{httpDate(at)} // the name is canonical
+}
+
+// formattedDate is an HTTP-date and the Unix second it stands for.
+type formattedDate struct {
+	unix int64
+	text string
+}
+
+// lastDate is the HTTP-date formatted last: the answers of one second
+// share it instead of each formatting its own.
+var lastDate atomic.Pointer[formattedDate]
+
+// httpDate returns at as an HTTP-date (http.TimeFormat).
+func httpDate(at time.Time) string {
+	unix := at.Unix()
+	if d := lastDate.Load(); d != nil && d.unix == unix {
+		return d.text
+	}
+	text := at.UTC().Format(http.TimeFormat)
+	lastDate.Store(&formattedDate{unix: unix, text: text})
+	return text
 }

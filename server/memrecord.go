@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net/http"
+	"unsafe"
 )
 
 // Flags of an encoded response: nil and empty are kept apart, so a
@@ -87,14 +89,23 @@ func appendString(b []byte, s string) []byte {
 // only decodes what it encoded, so it is never expected.
 var errCorruptResponse = errors.New("server: corrupt stored response")
 
-// decodeResponse reverses encodeResponse.
+// decodeResponse reverses encodeResponse. The response is cut from one
+// copy of b: its strings are read-only views of that copy and its body
+// (capped, so an append moves it) the part after them, and all header
+// values share one array, so a replay costs a few allocations however
+// many headers it has.
 func decodeResponse(b []byte) (Response, error) {
+	b = bytes.Clone(b)
 	d := responseDecoder{b: b}
 	flags := d.byte()
 	resp := Response{Status: int(d.uvarint()), ResourceID: d.string()}
 	names := d.uvarint()
 	if flags&responseHeaderNil == 0 && d.err == nil {
 		resp.Header = make(http.Header, min(names, uint64(len(b))))
+	}
+	var all []string
+	if d.err == nil {
+		all = make([]string, 0, min(names, uint64(len(d.b))))
 	}
 	for range names {
 		name := d.string()
@@ -111,15 +122,15 @@ func decodeResponse(b []byte) (Response, error) {
 			d.err = errCorruptResponse
 			break
 		}
-		values := make([]string, count-1)
-		for i := range values {
-			values[i] = d.string()
+		start := len(all)
+		for range count - 1 {
+			all = append(all, d.string())
 		}
-		resp.Header[name] = values
+		resp.Header[name] = all[start:len(all):len(all)]
 	}
 	body := d.bytes()
 	if flags&responseBodyNil == 0 && d.err == nil {
-		resp.Body = append([]byte{}, body...)
+		resp.Body = body[:len(body):len(body)]
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return Response{}, errCorruptResponse
@@ -168,4 +179,10 @@ func (d *responseDecoder) bytes() []byte {
 	return out
 }
 
-func (d *responseDecoder) string() string { return string(d.bytes()) }
+// string returns the next string as a view of the decoder's bytes, which
+// are decodeResponse's own copy and never written: only the body after
+// the strings is handed out writable.
+func (d *responseDecoder) string() string {
+	b := d.bytes()
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}

@@ -135,12 +135,13 @@ func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route
 		w.Header().Set(m.cfg.key.header, echoValue(key))
 	}
 
-	if !checkJSONBody(w, r, body, m.cfg.jsonTokens) {
+	jsonOK, scanned := checkJSONBody(w, r, body, m.cfg.jsonTokens)
+	if !jsonOK {
 		return
 	}
 
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := requestFingerprintWithin(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens)
+	fingerprint := requestFingerprintScanned(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens, scanned)
 	log := m.requestLogger(r, route, key)
 	res, rec, err := m.reserve(r, scope, key, fingerprint)
 	if rec != nil && rec.Fingerprint != fingerprint && legacyFingerprint(rec.Fingerprint) &&
@@ -279,17 +280,19 @@ func (m *Middleware) readGuardedBody(w http.ResponseWriter, r *http.Request) ([]
 		return nil, false
 	}
 	body, err := bodyread.Sized(http.MaxBytesReader(w, r.Body, m.cfg.maxBody), r.ContentLength, m.cfg.maxBody)
+	if err == nil {
+		return body, true
+	}
+	// Declared only here: errors.As takes its address, which puts it on
+	// the heap, and a body read without error should not pay for that.
 	var maxErr *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxErr):
+	if errors.As(err, &maxErr) {
 		tooLarge()
 		return nil, false
-	case err != nil:
-		WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Unreadable request body",
-			"the request body could not be read", 0)
-		return nil, false
 	}
-	return body, true
+	WriteProblem(w, http.StatusBadRequest, ProblemInvalidRequest, "Unreadable request body",
+		"the request body could not be read", 0)
+	return nil, false
 }
 
 // replay answers with the stored response of a completed record.

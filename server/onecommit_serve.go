@@ -62,11 +62,12 @@ func (m *Middleware) serveOnce(w http.ResponseWriter, r *http.Request, route str
 	if m.cfg.key.echo {
 		w.Header().Set(m.cfg.key.header, echoValue(key))
 	}
-	if !checkJSONBody(w, r, body, m.cfg.jsonTokens) {
+	jsonOK, scanned := checkJSONBody(w, r, body, m.cfg.jsonTokens)
+	if !jsonOK {
 		return
 	}
 	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := requestFingerprintWithin(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens)
+	fingerprint := requestFingerprintScanned(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens, scanned)
 	log := m.requestLogger(r, route, key)
 	req := OnceRequest{Scope: scope, Key: key, Fingerprint: fingerprint, Lease: m.cfg.lease,
 		Retention: m.cfg.retention, Timeout: m.cfg.storeTimeout}
