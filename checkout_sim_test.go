@@ -153,10 +153,14 @@ func TestCheckoutSimulator_DuplicateInProgressWaits(t *testing.T) {
 			bodyA = readBody(t, resp)
 		}
 	}()
+	// The twin goes once the original holds its key on the server, not
+	// after a sleep that a slow machine can outlast before the original
+	// is even sent (the wait's bound only stops a hang).
+	require.Eventually(t, func() bool { return srv.Holding() == 1 || srv.PaymentCount() > 0 }, 30*time.Second, time.Millisecond,
+		"the original reached the server")
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		time.Sleep(50 * time.Millisecond) // let the original start
 		resp, err := b.Do(context.Background(), twin)
 		if errB = err; err == nil {
 			bodyB = readBody(t, resp)

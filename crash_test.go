@@ -89,7 +89,11 @@ func TestCrashResumePaysOnce(t *testing.T) {
 		}
 	}
 	require.Len(t, keys, crashBatch, "the child began every intent")
-	time.Sleep(50 * time.Millisecond) // inside the 150 ms handler delay
+	// Kill once payment 2 holds its key on the server (inside the 150 ms
+	// handler delay), found by asking the server rather than by a sleep
+	// that a slow machine stretches; the bound only stops a hang.
+	require.Eventually(t, func() bool { return srv.Holding() == 1 || srv.PaymentCount() >= 2 }, 30*time.Second, time.Millisecond,
+		"payment 2 reached the server")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	go io.Copy(io.Discard, stdout)

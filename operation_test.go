@@ -394,17 +394,21 @@ func TestAcceptedIntentUnpolledForTheDeadlineIsKept(t *testing.T) {
 	clock := newTestClock()
 	c := newTestClient(t, append(quickPolling(clock), WithPolling(time.Hour, 2*time.Hour))...)
 	in := begin(t, c, "", paymentRequest(t, url, 1, "deadline"))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The deadline is far past any run's own time, and an hour before
+	// the first poll: the call must see that at once and not wait it out.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := c.Do(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, Accepted, in.State)
+	require.NoError(t, ctx.Err(), "no wait past the deadline was started")
 
 	clock.Advance(2 * time.Hour)
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
 	resp, err := c.Do(ctx2, in)
 	require.NoError(t, err)
+	assert.NoError(t, ctx2.Err(), "no wait past the deadline was started")
 	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
 	assert.Equal(t, Accepted, in.State)
 	assert.Zero(t, polls.Load())
