@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -191,35 +189,7 @@ func (o *OnceTx) commitTx(ctx context.Context, args []any) error {
 // lock_timeout and statement_timeout for the statements after it, so no
 // statement of its own is spent on the bound.
 func (s *Store) sendOnce(ctx context.Context, req server.OnceRequest, b *pgx.Batch) (err, closeErr error) {
-	if req.Timeout <= 0 {
-		br := s.pool.SendBatch(ctx, b)
-		_, err = br.Exec()
-		return err, br.Close()
-	}
-	ctx, cancel := boundEffect(ctx, server.Completion{Timeout: req.Timeout})
-	defer cancel()
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err, nil
-	}
-	var fired atomic.Bool
-	canceled := make(chan struct{})
-	timer := time.AfterFunc(req.Timeout, func() {
-		defer close(canceled)
-		fired.Store(true)
-		cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), effectAnswerGrace(req.Timeout))
-		defer stop()
-		_ = conn.Conn().PgConn().CancelRequest(cctx)
-	})
-	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
-	closeErr = br.Close()
-	if !timer.Stop() {
-		<-canceled
-	}
-	if fired.Load() {
-		_ = conn.Conn().Close(context.WithoutCancel(ctx))
-	}
-	conn.Release()
-	return err, closeErr
+	// The same bounded send as a completion's batch: only the timeout of
+	// the completion is read.
+	return s.sendBounded(ctx, server.Completion{Timeout: req.Timeout}, b)
 }
