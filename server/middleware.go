@@ -116,33 +116,11 @@ func (m *Middleware) serveGuarded(w http.ResponseWriter, r *http.Request, route 
 
 // serveProtocol runs the protocol for one guarded request.
 func (m *Middleware) serveProtocol(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
-	principal, ok := m.principalOf(w, r)
+	in, ok := m.admit(w, r, route, next)
 	if !ok {
 		return
 	}
-	key, body, ok := m.requestKey(w, r)
-	if !ok {
-		return
-	}
-	if key == "" {
-		// The key is optional: the request runs as if the route were not
-		// guarded, and every retry executes again.
-		m.decided(r, decisionUnkeyed, "")
-		next.ServeHTTP(w, r)
-		return
-	}
-	if m.cfg.key.echo {
-		w.Header().Set(m.cfg.key.header, echoValue(key))
-	}
-
-	jsonOK, scanned := checkJSONBody(w, r, body, m.cfg.jsonTokens)
-	if !jsonOK {
-		return
-	}
-
-	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := requestFingerprintScanned(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens, scanned)
-	log := m.requestLogger(r, route, key)
+	scope, key, body, fingerprint, log := in.scope, in.key, in.body, in.fingerprint, in.log
 	res, rec, err := m.reserve(r, scope, key, fingerprint)
 	if rec != nil && rec.Fingerprint != fingerprint && legacyFingerprint(rec.Fingerprint) &&
 		rec.Fingerprint == fingerprintBeforeTarget(r.Method, route, body) {
@@ -310,4 +288,51 @@ func (m *Middleware) replay(w http.ResponseWriter, rec *Record, log *slog.Logger
 	w.WriteHeader(m.cfg.answers.Replayed(h, rec.Response.Status))
 	_, _ = w.Write(rec.Response.Body)
 	log.Debug("response replayed", "status", rec.Response.Status)
+}
+
+// admitted is a guarded request past the checks every mode makes first:
+// its caller, key, body and fingerprint.
+type admitted struct {
+	scope       Scope
+	key         string
+	body        []byte
+	fingerprint string
+	log         *slog.Logger
+}
+
+// admit takes a guarded request through what every mode does before the
+// store: the principal, the key (a request without one runs unguarded),
+// the key's echo, the JSON body's bounds, the scope and the fingerprint.
+// ok is false when the request has been answered (or run unguarded).
+func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, route string, next http.Handler) (admitted, bool) {
+	principal, ok := m.principalOf(w, r)
+	if !ok {
+		return admitted{}, false
+	}
+	key, body, ok := m.requestKey(w, r)
+	if !ok {
+		return admitted{}, false
+	}
+	if key == "" {
+		// The key is optional: the request runs as if the route were not
+		// guarded, and every retry executes again.
+		m.decided(r, decisionUnkeyed, "")
+		next.ServeHTTP(w, r)
+		return admitted{}, false
+	}
+	if m.cfg.key.echo {
+		w.Header().Set(m.cfg.key.header, echoValue(key))
+	}
+	jsonOK, scanned := checkJSONBody(w, r, body, m.cfg.jsonTokens)
+	if !jsonOK {
+		return admitted{}, false
+	}
+	scope := Scope{Principal: principal, Method: r.Method, Route: route}
+	return admitted{
+		scope:       scope,
+		key:         key,
+		body:        body,
+		fingerprint: requestFingerprintScanned(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens, scanned),
+		log:         m.requestLogger(r, route, key),
+	}, true
 }

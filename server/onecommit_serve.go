@@ -46,29 +46,11 @@ func (m *Middleware) WrapOneCommit(route string, next http.Handler) (http.Handle
 
 // serveOnce runs the protocol for one guarded request in one-commit mode.
 func (m *Middleware) serveOnce(w http.ResponseWriter, r *http.Request, route string, next http.Handler) {
-	principal, ok := m.principalOf(w, r)
+	in, ok := m.admit(w, r, route, next)
 	if !ok {
 		return
 	}
-	key, body, ok := m.requestKey(w, r)
-	if !ok {
-		return
-	}
-	if key == "" {
-		m.decided(r, decisionUnkeyed, "")
-		next.ServeHTTP(w, r)
-		return
-	}
-	if m.cfg.key.echo {
-		w.Header().Set(m.cfg.key.header, echoValue(key))
-	}
-	jsonOK, scanned := checkJSONBody(w, r, body, m.cfg.jsonTokens)
-	if !jsonOK {
-		return
-	}
-	scope := Scope{Principal: principal, Method: r.Method, Route: route}
-	fingerprint := requestFingerprintScanned(r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery, body, m.cfg.jsonTokens, scanned)
-	log := m.requestLogger(r, route, key)
+	scope, key, body, fingerprint, log := in.scope, in.key, in.body, in.fingerprint, in.log
 	req := OnceRequest{Scope: scope, Key: key, Fingerprint: fingerprint, Lease: m.cfg.lease,
 		Retention: m.cfg.retention, Timeout: m.cfg.storeTimeout}
 	for range onceAttempts {
