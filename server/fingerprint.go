@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/idemkit/idem/internal/canonjson"
 )
@@ -132,12 +131,13 @@ func fingerprintFields(prefix string, body []byte, maxTokens int, scanned bool, 
 	}
 	sum := sha256.Sum256(buf)
 	*pooled = buf
-	text := make([]byte, len(prefix)+2*sha256.Size)
-	copy(text, prefix)
-	hex.Encode(text[len(prefix):], sum[:])
-	// text is never written again: the string shares it instead of
-	// copying it.
-	return unsafe.String(unsafe.SliceData(text), len(text))
+	var digest [2 * sha256.Size]byte
+	hex.Encode(digest[:], sum[:])
+	var text strings.Builder
+	text.Grow(len(prefix) + len(digest))
+	text.WriteString(prefix)
+	text.Write(digest[:])
+	return text.String()
 }
 
 // maxPooledFingerprintBuf bounds the buffers kept for reuse, so one large

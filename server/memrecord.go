@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
-	"unsafe"
 )
 
 // Flags of an encoded response: nil and empty are kept apart, so a
@@ -89,11 +88,9 @@ func appendString(b []byte, s string) []byte {
 // only decodes what it encoded, so it is never expected.
 var errCorruptResponse = errors.New("server: corrupt stored response")
 
-// decodeResponse reverses encodeResponse. The response is cut from one
-// copy of b: its strings are read-only views of that copy and its body
-// (capped, so an append moves it) the part after them, and all header
-// values share one array, so a replay costs a few allocations however
-// many headers it has.
+// decodeResponse reverses encodeResponse. Its body is cut from one copy
+// of b (capped, so an append moves it), and all header values share one
+// array, so a replay costs few allocations however many headers it has.
 func decodeResponse(b []byte) (Response, error) {
 	b = bytes.Clone(b)
 	d := responseDecoder{b: b}
@@ -179,10 +176,4 @@ func (d *responseDecoder) bytes() []byte {
 	return out
 }
 
-// string returns the next string as a view of the decoder's bytes, which
-// are decodeResponse's own copy and never written: only the body after
-// the strings is handed out writable.
-func (d *responseDecoder) string() string {
-	b := d.bytes()
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
+func (d *responseDecoder) string() string { return string(d.bytes()) }
