@@ -43,21 +43,19 @@ func IsLocalReplay(resp *http.Response) bool {
 // process the server handed it to; a local replay, possibly in another
 // process after a restart, goes without them.
 func notStored(name string) bool {
-	// Canonical form keeps the length: a name of no listed length is
-	// kept without being canonicalised (most answers' headers are).
-	switch len(name) {
-	case len("Trailer"), len("Connection"), len("Set-Cookie2"), len("Transfer-Encoding"),
-		len("Authentication-Info"), len("Proxy-Authentication-Info"):
-	default:
-		return false
-	}
-	switch http.CanonicalHeaderKey(name) {
-	case "Connection", "Keep-Alive", "Transfer-Encoding", "Set-Cookie", "Set-Cookie2",
-		"Trailer", "Authentication-Info", "Proxy-Authentication-Info":
-		return true
+	for _, h := range unstoredHeaders {
+		// The length first: most names differ in it, and then cost no
+		// case-folding compare.
+		if len(h) == len(name) && strings.EqualFold(h, name) {
+			return true
+		}
 	}
 	return false
 }
+
+// unstoredHeaders are the response headers notStored names.
+var unstoredHeaders = [...]string{"Connection", "Keep-Alive", "Transfer-Encoding", "Set-Cookie", "Set-Cookie2",
+	"Trailer", "Authentication-Info", "Proxy-Authentication-Info"}
 
 // capture reads resp's body (up to MaxBodySize is kept) and returns what
 // the keystore stores; resp.Body is replaced so the caller can still read
