@@ -33,12 +33,16 @@ const reconcilePages = 50
 //
 // Found: the call took effect, and the payment is its answer. Not found,
 // after the provider refused the last attempt (a 4xx other than 408, 409,
-// 425, 429): it did not, and cannot any more. A request of the dead
-// process still running at the provider would have held the key and made
-// that answer a 409, so none is running, and one under the same key and
-// bytes arriving later is refused as the last one was. Not found after a
-// last attempt that got no such answer (a timeout, a 5xx) proves nothing:
-// the request may still be running, and the call stays unknown.
+// 425, 429): it did not, and cannot any more. Every attempt carries the
+// same key and bytes; one the provider executed would have been stored
+// and replayed to the last attempt, one still executing would have made
+// that answer a 409, and one the provider refused before executing
+// (validation) is refused again the same way whenever it arrives. Not
+// found after a last attempt that got no such answer (a timeout, a 5xx)
+// proves nothing: the request may still be running, and the call stays
+// unknown. The status is read from the intent's LastError, which is all
+// an Intent says of its last answer; a message that does not name one
+// leaves the call unknown.
 func (s *service) reconciler() idem.Reconciler {
 	return func(ctx context.Context, in *idem.Intent) (idem.Reconciliation, error) {
 		ref, ok := callReference(in.Name)
