@@ -42,8 +42,8 @@ func onceQueriesFor(schema string) *onceQueries {
 // does, a reservation whose lease ended, under the same fingerprint, or
 // a completed record past its retention. Any other record keeps the key.
 const onceTakeover = `
-WHERE (r.state = 'reserved' AND r.lease_expires <= clock_timestamp() AND r.fingerprint = EXCLUDED.fingerprint)
-   OR (r.state = 'completed' AND r.expires_at <= clock_timestamp())`
+WHERE (r.state = 'reserved' AND r.lease_expires <= statement_timestamp() AND r.fingerprint = EXCLUDED.fingerprint)
+   OR (r.state = 'completed' AND r.expires_at <= statement_timestamp())`
 
 func newOnceQueries(schema string) *onceQueries {
 	records := table(schema, "idempotency_records")
@@ -54,8 +54,8 @@ func newOnceQueries(schema string) *onceQueries {
 WITH claimed AS (
 INSERT INTO %[1]s AS r (principal, method, route, key, fingerprint, state,
 	response_status, response_header, response_body, resource_id, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9, clock_timestamp(),
-	clock_timestamp() + $10 * interval '1 microsecond')
+VALUES ($1, $2, $3, $4, $5, 'completed', $6, $7, $8, $9, statement_timestamp(),
+	statement_timestamp() + $10 * interval '1 microsecond')
 ON CONFLICT (principal, method, route, key) DO UPDATE SET
 	fingerprint = EXCLUDED.fingerprint, state = 'completed', token = NULL, lease_expires = NULL,
 	response_status = EXCLUDED.response_status, response_header = EXCLUDED.response_header,
@@ -68,7 +68,7 @@ SELECT 1 / count(*) FROM claimed,
 
 		claimReserved: fmt.Sprintf(`
 INSERT INTO %[1]s AS r (principal, method, route, key, fingerprint, state, token, lease_expires, created_at)
-VALUES ($1, $2, $3, $4, $5, 'reserved', $6, clock_timestamp() + $7 * interval '1 microsecond', clock_timestamp())
+VALUES ($1, $2, $3, $4, $5, 'reserved', $6, statement_timestamp() + $7 * interval '1 microsecond', statement_timestamp())
 ON CONFLICT (principal, method, route, key) DO UPDATE SET
 	fingerprint = EXCLUDED.fingerprint, state = 'reserved', token = EXCLUDED.token,
 	lease_expires = EXCLUDED.lease_expires, created_at = EXCLUDED.created_at,
@@ -80,7 +80,7 @@ RETURNING true`, records, onceTakeover),
 		complete: fmt.Sprintf(`
 UPDATE %[1]s SET state = 'completed', token = NULL, lease_expires = NULL,
 	response_status = $6, response_header = $7, response_body = $8, resource_id = $9,
-	expires_at = clock_timestamp() + $10 * interval '1 microsecond'
+	expires_at = statement_timestamp() + $10 * interval '1 microsecond'
 WHERE principal = $1 AND method = $2 AND route = $3 AND key = $4 AND state = 'reserved' AND token = $5`, records),
 	}
 }
